@@ -1,0 +1,27 @@
+"""code_t5: full-line code completion on seqio + t5 + mesh-tensorflow.
+
+`--module_import=code_t5` registers the seqio Tasks and Mixtures of `code_t5/tasks.py` and
+puts code_t5's gin files on gin's search path.
+"""
+
+import os
+
+import gin
+
+
+def gin_configs_dir() -> str:
+  """`gin_configs/` of a source checkout, or its copy inside an installed wheel."""
+  here = os.path.dirname(os.path.abspath(__file__))
+  for candidate in (os.path.join(here, "gin_configs"),
+                    os.path.join(os.path.dirname(here), "gin_configs")):
+    if os.path.isdir(candidate):
+      return candidate
+  raise FileNotFoundError(f"no gin_configs/ next to {here}")
+
+
+# t5's own gin directory also has a dataset.gin. mesh_transformer_main adds it to the search
+# path after importing --module_import, so adding ours here puts it first and
+# `include 'dataset.gin'` means ours, with or without --gin_location_prefix.
+gin.add_config_file_search_path(gin_configs_dir())
+
+from code_t5 import tasks  # noqa: E402,F401  (registers Tasks and Mixtures)

@@ -1,0 +1,172 @@
+"""python -m code_t5.data {build,vocab,dev}: from an FLCC tree to a TFDS dataset and vocabulary.
+
+  build  FLCC v3 tree -> `flcc/<language>` in the TFDS data dir, with a filter/split report
+  vocab  train split of `flcc/<language>` -> sentencepiece model in the same data dir
+  dev    no download: the interpreter's standard library as an FLCC tree, then build + vocab
+
+Every step can be rerun after an interruption: finished outputs are reused, unfinished ones
+were never renamed into place.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from code_t5.data import flcc
+from code_t5.data import tree_writer
+from code_t5.data import vocab as vocab_lib
+
+DEFAULT_DEV_ROOT = os.path.join("data", "dev")
+DEV_VOCAB_SIZE = 4096
+DEV_RATIOS = (0.7, 0.15, 0.15)
+
+
+class UsageError(Exception):
+  pass
+
+
+def _ratios(text):
+  try:
+    ratios = tuple(float(x) for x in text.split(","))
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"not numbers: {text!r}") from None
+  if len(ratios) != 3 or abs(sum(ratios) - 1) > 1e-6 or min(ratios) < 0:
+    raise argparse.ArgumentTypeError(
+        f"need train,validation,test ratios summing to 1, got {text!r}")
+  return ratios
+
+
+def _print_report(report: dict) -> None:
+  width = max(len(k) for k in report)
+  for key, value in report.items():
+    if key == "splits":
+      for split, counts in value.items():
+        print(f"  {split:<{width}}  " + "  ".join(f"{k}={v}" for k, v in counts.items()))
+    elif key != "options":
+      print(f"  {key:<{width}}  {value}")
+
+
+def cmd_build(args) -> dict:
+  from code_t5.data import builder  # pylint: disable=g-import-not-at-top  (imports TF)
+  options = builder.BuildOptions(
+      ratios=args.ratios, holdout_prefixes=args.holdout_prefixes,
+      filters=flcc.Filters(args.max_line_length, args.max_file_bytes))
+  report = builder.build(args.flcc_dir, args.data_dir, args.language, options)
+  print(f"flcc/{args.language} in {args.data_dir}:")
+  _print_report(report)
+  print(f"report: {builder.report_path(args.data_dir, args.language)}")
+  return report
+
+
+def _split_texts(data_dir, language, split):
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  from code_t5.data import builder  # pylint: disable=g-import-not-at-top
+  flcc_builder = builder.Flcc(config=language, data_dir=data_dir)
+  if not flcc_builder.is_prepared():
+    raise UsageError(f"{flcc_builder.data_dir}: dataset not built; run "
+                     f"`python -m code_t5.data build --data_dir={data_dir}` first")
+  if split not in flcc_builder.info.splits:
+    return
+  for example in tfds.as_numpy(flcc_builder.as_dataset(split=split)):
+    yield example["content"].decode("utf-8")
+
+
+def cmd_vocab(args) -> None:
+  path = vocab_lib.vocab_path(args.data_dir, args.language)
+  if os.path.exists(path) and not args.overwrite:
+    print(f"vocabulary exists: {path} (--overwrite to retrain)")
+  else:
+    from tqdm import tqdm  # pylint: disable=g-import-not-at-top
+    texts = list(tqdm(_split_texts(args.data_dir, args.language, "train"),
+                      desc="read train split", unit=" files", mininterval=1))
+    print(f"training sentencepiece ({args.vocab_size} pieces) on {len(texts)} files ...")
+    vocab_lib.write_atomically(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
+  processor = vocab_lib.load_processor(path)
+  cpt = vocab_lib.chars_per_token(
+      processor, _split_texts(args.data_dir, args.language, "validation"))
+  print(f"vocabulary: {path}: {processor.GetPieceSize()} pieces, "
+        + (f"{cpt:.2f} characters per token on validation" if cpt
+           else "no validation split to measure on"))
+
+
+def cmd_dev(args) -> None:
+  flcc_dir = os.path.join(args.root, "flcc")
+  args.data_dir = args.data_dir or os.path.join(args.root, "tfds")
+  if os.path.isdir(os.path.join(flcc_dir, "v3")):
+    print(f"dev tree exists: {flcc_dir}")
+  else:
+    print(f"writing the standard library as an FLCC v3 tree to {flcc_dir} ...")
+    tree_writer.write_dev_tree(flcc_dir, max_files=args.max_files)
+  args.flcc_dir = flcc_dir
+  cmd_build(args)
+  cmd_vocab(args)
+
+
+def _add_build_flags(parser, need_source, ratios=(0.9, 0.05, 0.05)):
+  if need_source:
+    parser.add_argument("--flcc_dir", required=True,
+                        help="FLCC v3 tree: the folder holding v3/, or v3/ itself")
+  parser.add_argument("--language", default="python", choices=sorted(flcc.LANGUAGES))
+  parser.add_argument("--ratios", type=_ratios, default=ratios,
+                      help="train,validation,test shares of repositories")
+  parser.add_argument("--holdout_prefixes", default="",
+                      help="old dev-set recipe: repositories whose name starts with one of "
+                           "these letters are validation/test, all others train")
+  parser.add_argument("--max_line_length", type=int, default=flcc.Filters.max_line_length,
+                      help="skip files with a longer line (characters)")
+  parser.add_argument("--max_file_bytes", type=int, default=flcc.Filters.max_file_bytes)
+
+
+def _add_vocab_flags(parser, default_size):
+  parser.add_argument("--vocab_size", type=int, default=default_size)
+  parser.add_argument("--overwrite", action="store_true", help="retrain an existing vocabulary")
+
+
+def make_parser():
+  parser = argparse.ArgumentParser(prog="python -m code_t5.data", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--verbose", action="store_true", help="tracebacks and TF logs")
+  sub = parser.add_subparsers(dest="command", required=True)
+
+  build = sub.add_parser("build", help="FLCC v3 tree -> TFDS dataset flcc/<language>")
+  _add_build_flags(build, need_source=True)
+  build.add_argument("--data_dir", required=True, help="TFDS data dir (--t5_tfds_data_dir)")
+  build.set_defaults(run=cmd_build)
+
+  vocab = sub.add_parser("vocab", help="train the sentencepiece vocabulary on the train split")
+  vocab.add_argument("--data_dir", required=True)
+  vocab.add_argument("--language", default="python", choices=sorted(flcc.LANGUAGES))
+  _add_vocab_flags(vocab, vocab_lib.DEFAULT_VOCAB_SIZE)
+  vocab.set_defaults(run=cmd_vocab)
+
+  dev = sub.add_parser("dev", help="no-download dev dataset and vocabulary from the stdlib")
+  dev.add_argument("--root", default=DEFAULT_DEV_ROOT,
+                   help="writes ROOT/flcc (the tree) and ROOT/tfds (the data dir)")
+  dev.add_argument("--data_dir", default=None, help="default: ROOT/tfds")
+  dev.add_argument("--max_files", type=int, default=None, help="cap on stdlib files")
+  # About 50 stdlib "repositories": larger held-out shares keep validation and test non-empty.
+  _add_build_flags(dev, need_source=False, ratios=DEV_RATIOS)
+  _add_vocab_flags(dev, DEV_VOCAB_SIZE)
+  dev.set_defaults(run=cmd_dev)
+  return parser
+
+
+def main(argv=None) -> int:
+  args = make_parser().parse_args(argv)
+  if not args.verbose:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    logging.getLogger("absl").setLevel(logging.WARNING)
+  try:
+    args.run(args)
+  except (flcc.FlccFormatError, vocab_lib.VocabularyError, UsageError, OSError) as e:
+    if args.verbose:
+      raise
+    print(f"code_t5.data {args.command}: error: {e}", file=sys.stderr)
+    return 1
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,99 @@
+"""Writing FLCC v3 trees: the no-download dev tree, and test fixtures.
+
+Both go through `write_flcc_tree`, so the dev run and the tests exercise exactly the layout
+that `flcc.py` reads from a published archive.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import sysconfig
+from typing import Dict, Mapping, Optional
+
+from code_t5.data import flcc
+
+# Directories of the standard library that are not code a user writes or that are huge
+# data-like modules; tests are kept out so the dev set is ordinary library code.
+_STDLIB_EXCLUDED_DIRS = {"test", "tests", "idle_test", "site-packages", "dist-packages",
+                         "__pycache__", "ensurepip", "lib2to3", "turtledemo", "tkinter"}
+# Fixed so that two dev trees written from the same interpreter are byte-identical.
+_DEV_COMMIT_TIME = 1700000000
+
+
+def write_flcc_tree(root: str, repositories: Mapping[str, Mapping[str, bytes]],
+                    language: str = "python", commit_time: int = _DEV_COMMIT_TIME) -> str:
+  """Writes `{"author/repo": {real path: content}}` in FLCC v3 layout under `root/v3`.
+
+  Stored names are `<name>_<unix time><.ext>` as in the dataset; names that would collide
+  within a repository get the next free time, as files committed a second apart would.
+  Returns the path of the `v3` directory.
+  """
+  lang_dir, extensions = flcc.LANGUAGES[language]
+  v3 = os.path.join(root, "v3")
+  for repository, files in sorted(repositories.items()):
+    author, repo = repository.split("/", 1)
+    init_hash = hashlib.sha1(repository.encode("utf-8")).hexdigest()
+    meta_dir = os.path.join(v3, "repositories", author, repo, init_hash)
+    os.makedirs(meta_dir, exist_ok=True)
+    paths, counts, used = {}, {}, set()
+    for path, content in sorted(files.items()):
+      stem, ext = os.path.splitext(os.path.basename(path))
+      if ext not in extensions:
+        continue
+      t = commit_time
+      while f"{stem}_{t}{ext}" in used:
+        t += 1
+      stored = f"{stem}_{t}{ext}"
+      used.add(stored)
+      paths[stored] = path
+      key = f"{lang_dir}/{ext}"
+      counts[key] = counts.get(key, 0) + 1
+      stored_dir = os.path.join(v3, "languages", lang_dir, ext, author, repo, init_hash)
+      os.makedirs(stored_dir, exist_ok=True)
+      with open(os.path.join(stored_dir, stored), "wb") as f:
+        f.write(content)
+    with open(os.path.join(meta_dir, "paths.json"), "w") as f:
+      json.dump(paths, f, indent=1, sort_keys=True)
+    with open(os.path.join(meta_dir, "files.json"), "w") as f:
+      json.dump(counts, f, sort_keys=True)
+    with open(os.path.join(meta_dir, "METADATA"), "w") as f:
+      f.write(f"{commit_time}\n")
+      f.writelines(f"A\t{p}\n" for p in sorted(paths.values()))
+  return v3
+
+
+def stdlib_repositories(stdlib_dir: Optional[str] = None,
+                        max_files: Optional[int] = None) -> Dict[str, Dict[str, bytes]]:
+  """The running interpreter's standard library, one "repository" per top-level package.
+
+  Top-level modules are grouped by first letter (`stdlib/modules_a` ...), so there are
+  enough repositories (about 60) for repository-level splits to mean something.
+  """
+  stdlib_dir = stdlib_dir or sysconfig.get_paths()["stdlib"]
+  repositories: Dict[str, Dict[str, bytes]] = {}
+  count = 0
+  for dirpath, dirnames, filenames in os.walk(stdlib_dir):
+    dirnames[:] = sorted(d for d in dirnames if d not in _STDLIB_EXCLUDED_DIRS)
+    for name in sorted(filenames):
+      if not name.endswith(".py"):
+        continue
+      path = os.path.relpath(os.path.join(dirpath, name), stdlib_dir)
+      top = path.split(os.sep, 1)[0]
+      repo = f"stdlib/{top}" if os.sep in path else f"stdlib/modules_{name[0].lower()}"
+      with open(os.path.join(dirpath, name), "rb") as f:
+        repositories.setdefault(repo, {})[path.replace(os.sep, "/")] = f.read()
+      count += 1
+      if max_files is not None and count >= max_files:
+        return repositories
+  return repositories
+
+
+def write_dev_tree(out_dir: str, max_files: Optional[int] = None) -> str:
+  """Writes the dev tree to `out_dir`, replacing it only once it is complete."""
+  partial = out_dir.rstrip("/") + ".incomplete"
+  shutil.rmtree(partial, ignore_errors=True)
+  write_flcc_tree(partial, stdlib_repositories(max_files=max_files))
+  shutil.rmtree(out_dir, ignore_errors=True)
+  os.replace(partial, out_dir)
+  return os.path.join(out_dir, "v3")

@@ -1,0 +1,118 @@
+"""Preprocessors for code: small pure functions over tf.data, all in the TF graph.
+
+Positions are counted in UTF-8 characters (`unit="UTF8_CHAR"`), never bytes, so a cursor
+never falls inside a multi-byte character and inputs + targets is always a piece of the file.
+"""
+
+import seqio
+import tensorflow.compat.v2 as tf
+
+NEWLINE = "\n"
+
+
+def _line_table(content):
+  """Start, length (without "\\r"), and indentation of every line of `content`, in characters."""
+  lines = tf.strings.split(content, NEWLINE)
+  length = tf.strings.length(lines, unit="UTF8_CHAR")
+  starts = tf.concat([[0], tf.cumsum(length + 1)[:-1]], axis=0)
+  # CRLF files: the "\r" belongs to the line break, not to the code a user would type.
+  ends_cr = tf.strings.regex_full_match(lines, "(?s).*\r")
+  length -= tf.cast(ends_cr, tf.int32)
+  unindented = tf.strings.regex_replace(lines, r"^[ \t]+", "")
+  indent = (tf.strings.length(lines, unit="UTF8_CHAR")
+            - tf.strings.length(unindented, unit="UTF8_CHAR"))
+  return starts, length, tf.minimum(indent, length)
+
+
+def full_line_cursors(content, seed, examples_per_file, start_of_line_rate=0.5):
+  """Picks cursor positions (in characters) and the length of the rest of their line.
+
+  Up to `examples_per_file` distinct non-blank lines are drawn; on each the cursor is either
+  at the start of the code (after the indentation) or, with probability
+  1 - `start_of_line_rate`, strictly inside it. `seed` is a [2] int tensor: the same seed
+  always gives the same cursors.
+  """
+  starts, length, indent = _line_table(content)
+  candidates = tf.where(length > indent)[:, 0]
+  order = tf.argsort(tf.random.stateless_uniform(tf.shape(candidates), seed))
+  chosen = tf.gather(candidates, order[:examples_per_file])
+  start, end, code_start = (tf.gather(t, chosen) for t in (starts, length, indent))
+  num = tf.shape(chosen)[0]
+  draws = tf.random.stateless_uniform([2, num], seed + 1)
+  # A mid-line cursor needs at least one character on each side of it within the code.
+  inner = end - code_start - 1
+  mid = code_start + 1 + tf.cast(
+      draws[1] * tf.cast(tf.maximum(inner, 0), tf.float32), tf.int32)
+  column = tf.where((draws[0] < start_of_line_rate) | (inner < 1), code_start,
+                    tf.minimum(mid, end - 1))
+  return start + column, end - column
+
+
+def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, seed=0,
+                       content_key="content", id_key="sha"):
+  """Each file -> examples {inputs: code before the cursor, targets: rest of the line}.
+
+  Cursors are a pure function of the file's id and `seed`, so every split -- validation and
+  test in particular -- gives the same examples on every run. The inputs are the whole file
+  before the cursor; `truncate_inputs_at_line` cuts them to length after tokenization.
+  """
+  def make_examples(example):
+    content = example[content_key]
+    file_seed = tf.stack([
+        tf.cast(tf.strings.to_hash_bucket_fast(example[id_key], 2**31 - 1), tf.int32),
+        tf.constant(seed, tf.int32)])
+    cursor, rest = full_line_cursors(content, file_seed, examples_per_file,
+                                     start_of_line_rate)
+    contents = tf.fill(tf.shape(cursor), content)
+    return {
+        "inputs": tf.strings.substr(contents, tf.zeros_like(cursor), cursor,
+                                    unit="UTF8_CHAR"),
+        "targets": tf.strings.substr(contents, cursor, rest, unit="UTF8_CHAR"),
+    }
+  return dataset.map(make_examples, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
+
+def left_truncate_at_line(tokens, max_length, newline_id):
+  """The longest suffix of `tokens` of at most `max_length` that starts a line.
+
+  Falls back to the plain last `max_length` tokens when that window holds no line start
+  (a single line longer than the window).
+  """
+  excess = tf.maximum(tf.size(tokens) - max_length, 0)
+  is_line_start = tf.concat([[True], tf.equal(tokens[:-1], newline_id)], axis=0)
+  first_in_window = tf.where(is_line_start[excess:])[:1, 0]
+  offset = tf.cast(tf.reduce_sum(first_in_window), tf.int32)  # 0 when there is none
+  return tokens[excess + offset:]
+
+
+def truncate_inputs_at_line(dataset, sequence_length, output_features,
+                            newline=NEWLINE):
+  """Cuts "inputs" on the left, at a line boundary, to fit `sequence_length["inputs"]`.
+
+  Keeps room for the EOS that `append_eos_after_trim` adds. Must follow tokenization.
+  """
+  feature = output_features["inputs"]
+  newline_ids = feature.vocabulary.encode(newline)
+  if len(newline_ids) != 1:
+    raise ValueError(
+        f"the vocabulary must encode {newline!r} as one token, got {newline_ids}")
+  max_length = sequence_length["inputs"] - int(feature.add_eos)
+
+  @seqio.map_over_dataset
+  def truncate(example):
+    example = dict(example)
+    example["inputs"] = left_truncate_at_line(example["inputs"], max_length,
+                                              newline_ids[0])
+    return example
+  return truncate(dataset)
+
+
+def cut_at_newline(text, example=None, is_target=False):
+  """Postprocessor: a completion ends at the first line break."""
+  del example, is_target
+  return text.split(NEWLINE, 1)[0].rstrip("\r")
+
+
+@seqio.map_over_dataset
+def content_to_targets(example, content_key="content"):
+  return {"targets": example[content_key]}

@@ -1,0 +1,83 @@
+"""Train a tiny model through t5's mesh_transformer_main on the fixture, then evaluate it.
+
+The train command is the old guide's, word for word, plus gin params that shrink the model.
+"""
+
+import glob
+import os
+import subprocess
+
+import pytest
+
+from code_t5 import summaries
+from conftest import PYTHON, REPO_ROOT
+
+TINY_MODEL = [
+    "d_model = 32", "num_layers = 1", "d_ff = 64", "num_heads = 2", "d_kv = 16",
+    "utils.run.sequence_length = {'inputs': 64, 'targets': 16}",
+    "utils.run.batch_size = ('sequences_per_batch', 4)",
+    "utils.run.save_checkpoints_steps = 3",
+    "utils.run.iterations_per_loop = 3",
+]
+TRAIN_STEPS = 6
+EVAL_EXAMPLES = 12
+
+
+def _main(model_dir, data_dir, gin_files, gin_params):
+  cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
+         f"--t5_tfds_data_dir={data_dir}", "--module_import=code_t5",
+         "--gin_location_prefix=gin_configs/"]
+  cmd += [f"--gin_file={f}" for f in gin_files]
+  cmd += [f"--gin_param={p}" for p in gin_params]
+  proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  return proc
+
+
+@pytest.fixture(scope="module")
+def trained_model_dir(flcc_data_dir, tmp_path_factory):
+  model_dir = str(tmp_path_factory.mktemp("model"))
+  _main(model_dir, flcc_data_dir, ["models/shared-prefix_lm.gin"], [
+      "utils.run.mesh_shape = 'model:1,batch:1'",
+      "utils.run.mesh_devices = ['cpu:0']",
+      "run.keep_checkpoint_max = 8",
+      "MIXTURE_NAME = 'flcc_python_full_line'",
+      f"run.train_steps = {TRAIN_STEPS}",
+  ] + TINY_MODEL)
+  return model_dir
+
+
+@pytest.mark.slow
+def test_training_writes_checkpoints_config_and_loss(trained_model_dir):
+  assert os.path.exists(os.path.join(trained_model_dir, f"model.ckpt-{TRAIN_STEPS}.index"))
+  with open(os.path.join(trained_model_dir, "operative_config.gin")) as f:
+    config = f.read()
+  assert "model_type = 'delimited_lm'" in config
+  assert "input_full_attention = True" in config
+  assert "shared_embedding_and_softmax_weights = True" in config
+  with open(os.path.join(trained_model_dir, "checkpoint")) as f:
+    assert f.readline().strip() == f'model_checkpoint_path: "model.ckpt-{TRAIN_STEPS}"'
+  # mesh-tf writes the loss summary at step 1 and then every 100 steps.
+  train = summaries.summarize(trained_model_dir)["train"]
+  assert train["first_step"] == 1
+  assert 0 < train["first_loss"] < 20
+
+
+@pytest.mark.slow
+def test_full_line_eval_writes_predictions_and_metrics(trained_model_dir, flcc_data_dir):
+  _main(trained_model_dir, flcc_data_dir,
+        ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "eval_full_line.gin"],
+        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
+                      f"mesh_eval_dataset_fn.num_eval_examples = {EVAL_EXAMPLES}",
+                      "Unitransformer.sample_autoregressive.max_steps = 16"])
+  eval_dir = os.path.join(trained_model_dir, "validation_eval")
+  [predictions] = glob.glob(os.path.join(eval_dir, f"*_{TRAIN_STEPS}_predictions"))
+  with open(predictions) as f:
+    lines = f.read().split("\n")
+  assert len([l for l in lines[:EVAL_EXAMPLES]]) == EVAL_EXAMPLES
+  metrics = summaries.summarize(trained_model_dir)["eval"]
+  assert set(metrics) == {f"flcc_python_full_line/{m}" for m in
+                          ("exact_match", "edit_similarity", "prefix_coverage")}
+  for m in metrics.values():
+    assert m["step"] == TRAIN_STEPS and 0.0 <= m["value"] <= 100.0

@@ -1,0 +1,106 @@
+"""Preprocessors and metrics on hand-written snippets, in eager TF."""
+
+import pytest
+import tensorflow as tf
+
+from code_t5 import metrics
+from code_t5 import preprocessors
+
+SNIPPETS = {
+    "spaces": "def f(x):\n    if x:\n        return 1\n    return 2\n",
+    "tabs": "def f(x):\n\tif x:\n\t\treturn 1\n\treturn 2\n",
+    "crlf": "a = 1\r\nb = 2\r\n\r\nc = a + b\r\n",
+    "unicode": "größe = 3\nλ = größe * 2\nprint('☃', λ)\n",
+    "blank_lines": "\n\nx = 1\n\n\n   \ny = 2\n\n",
+    "no_final_newline": "x = 1\ny = x + 1",
+    "long_line": "value = [" + ", ".join(str(i) for i in range(300)) + "]\nz = 0\n",
+}
+
+
+def _examples(text, sha="s", examples_per_file=16, seed=0, start_of_line_rate=0.5):
+  ds = tf.data.Dataset.from_tensors({"content": text, "sha": sha})
+  ds = preprocessors.full_line_examples(ds, examples_per_file=examples_per_file, seed=seed,
+                                        start_of_line_rate=start_of_line_rate)
+  return [(e["inputs"].decode("utf-8"), e["targets"].decode("utf-8"))
+          for e in ds.as_numpy_iterator()]
+
+
+@pytest.mark.parametrize("name", sorted(SNIPPETS))
+def test_inputs_plus_targets_is_a_prefix_ending_at_a_line_end(name):
+  text = SNIPPETS[name]
+  lines = text.split("\n")
+  examples = _examples(text)
+  non_blank = [l for l in lines if l.strip()]
+  assert len(examples) == min(16, len(non_blank))
+  for inputs, targets in examples:
+    assert targets and targets.strip(), (inputs, targets)
+    assert "\n" not in targets and not targets.endswith("\r")
+    joined = inputs + targets
+    assert text.startswith(joined)
+    rest = text[len(joined):]
+    assert rest == "" or rest.startswith("\n") or rest.startswith("\r\n")
+    # The completion is the tail of a line whose head is in the inputs.
+    line_head = inputs.rsplit("\n", 1)[-1]
+    assert (line_head + targets).rstrip("\r") in [l.rstrip("\r") for l in lines]
+
+
+def test_start_of_line_cursor_sits_after_the_indentation():
+  examples = _examples(SNIPPETS["tabs"], start_of_line_rate=1.0)
+  heads = {inputs.rsplit("\n", 1)[-1] for inputs, _ in examples}
+  assert heads == {"", "\t", "\t\t"}
+  assert {t for _, t in examples} == {"def f(x):", "if x:", "return 1", "return 2"}
+
+
+def test_mid_line_cursor_splits_the_code():
+  for inputs, targets in _examples(SNIPPETS["spaces"], start_of_line_rate=0.0):
+    head = inputs.rsplit("\n", 1)[-1]
+    assert head.strip(), "a mid-line cursor has code before it on its line"
+
+
+def test_unicode_cursor_never_splits_a_character():
+  for inputs, targets in _examples(SNIPPETS["unicode"], start_of_line_rate=0.0, seed=3):
+    assert (inputs + targets).encode("utf-8")  # decoding above already proved validity
+    assert "\ufffd" not in inputs + targets
+
+
+def test_examples_are_deterministic_per_file_and_vary_with_seed():
+  text = SNIPPETS["long_line"] + SNIPPETS["spaces"] * 5
+  assert _examples(text, sha="a") == _examples(text, sha="a")
+  assert _examples(text, sha="a") != _examples(text, sha="b")
+  assert _examples(text, sha="a", seed=0) != _examples(text, sha="a", seed=1)
+
+
+def test_empty_and_blank_files_give_no_examples():
+  assert _examples("") == []
+  assert _examples("\n \n\t\n") == []
+
+
+@pytest.mark.parametrize("tokens, max_length, expected", [
+    ([5, 6, 3, 7, 8, 3, 9], 10, [5, 6, 3, 7, 8, 3, 9]),  # fits: unchanged
+    ([5, 6, 3, 7, 8, 3, 9], 4, [7, 8, 3, 9]),  # cut right after a newline
+    ([5, 6, 3, 7, 8, 3, 9], 3, [9]),  # the longest suffix that starts a line
+    ([5, 6, 7, 8, 9], 3, [7, 8, 9]),  # one long line: plain left truncation
+    ([5, 3, 6, 7, 8, 9], 4, [6, 7, 8, 9]),  # window starts exactly at a line start
+    ([], 4, []),
+])
+def test_left_truncate_at_line(tokens, max_length, expected):
+  result = preprocessors.left_truncate_at_line(tf.constant(tokens, tf.int32), max_length, 3)
+  assert result.numpy().tolist() == expected
+
+
+def test_cut_at_newline():
+  assert preprocessors.cut_at_newline("return x\n    y = 2") == "return x"
+  assert preprocessors.cut_at_newline("a = 1\r\nb") == "a = 1"
+  assert preprocessors.cut_at_newline("no newline") == "no newline"
+
+
+def test_metrics_on_known_pairs():
+  targets = ["return x", "foo(bar)", "abc", ""]
+  predictions = ["return x  ", "foo(baz)", "xyz", ""]
+  assert metrics.exact_match(targets, predictions) == {"exact_match": 50.0}
+  sim = metrics.edit_similarity(targets, predictions)["edit_similarity"]
+  assert sim == pytest.approx(100 * (1 + 7 / 8 + 0 + 1) / 4)
+  cov = metrics.prefix_coverage(targets, predictions)["prefix_coverage"]
+  assert cov == pytest.approx(100 * (1 + 6 / 8 + 0 + 1) / 4)
+  with pytest.raises(ValueError, match="2 targets but 1 predictions"):
+    metrics.exact_match(["a", "b"], ["a"])
