@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 
+from code_t5.data import archive as archive_lib
 from code_t5.data import flcc
 from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
@@ -50,10 +51,21 @@ def _print_report(report: dict) -> None:
 
 def cmd_build(args) -> dict:
   from code_t5.data import builder  # pylint: disable=g-import-not-at-top  (imports TF)
+  provenance = {}
+  if getattr(args, "archive", None):
+    args.flcc_dir, provenance = archive_lib.fetch(args.archive, args.data_dir,
+                                                  args.archive_sha256)
   options = builder.BuildOptions(
       ratios=args.ratios, holdout_prefixes=args.holdout_prefixes,
-      filters=flcc.Filters(args.max_line_length, args.max_file_bytes))
-  report = builder.build(args.flcc_dir, args.data_dir, args.language, options)
+      filters=flcc.Filters(args.max_line_length, args.max_file_bytes),
+      beam=bool(args.beam_runner),
+      archive=provenance.get("archive", ""), archive_sha256=provenance.get("sha256", ""))
+  beam_options = None
+  if args.beam_runner:
+    from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+    beam_options = PipelineOptions(args.beam_options.split())
+  report = builder.build(args.flcc_dir, args.data_dir, args.language, options,
+                         beam_runner=args.beam_runner, beam_options=beam_options)
   print(f"flcc/{args.language} in {args.data_dir}:")
   _print_report(report)
   print(f"report: {builder.report_path(args.data_dir, args.language)}")
@@ -106,8 +118,13 @@ def cmd_dev(args) -> None:
 
 def _add_build_flags(parser, need_source, ratios=(0.9, 0.05, 0.05)):
   if need_source:
-    parser.add_argument("--flcc_dir", required=True,
-                        help="FLCC v3 tree: the folder holding v3/, or v3/ itself")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--flcc_dir", help="FLCC v3 tree: the folder holding v3/, or v3/ itself")
+    source.add_argument("--archive",
+                        help="a published FLCC archive (.tar.gz/.zip), local path or http(s) "
+                             "URL; downloads resume, extraction goes to DATA_DIR/downloads")
+    parser.add_argument("--archive_sha256", default=None,
+                        help="fail unless the archive has this sha-256")
   parser.add_argument("--language", default="python", choices=sorted(flcc.LANGUAGES))
   parser.add_argument("--ratios", type=_ratios, default=ratios,
                       help="train,validation,test shares of repositories")
@@ -117,6 +134,12 @@ def _add_build_flags(parser, need_source, ratios=(0.9, 0.05, 0.05)):
   parser.add_argument("--max_line_length", type=int, default=flcc.Filters.max_line_length,
                       help="skip files with a longer line (characters)")
   parser.add_argument("--max_file_bytes", type=int, default=flcc.Filters.max_file_bytes)
+  parser.add_argument("--beam_runner", default=None,
+                      help="build with Apache Beam on this runner (DirectRunner here; "
+                           "DataflowRunner, FlinkRunner... for the 500 GB parts)")
+  parser.add_argument("--beam_options", default="",
+                      help="Beam pipeline flags, space-separated, e.g. "
+                           "'--direct_num_workers=2 --direct_running_mode=multi_processing'")
 
 
 def _add_vocab_flags(parser, default_size):
@@ -156,11 +179,12 @@ def make_parser():
 def main(argv=None) -> int:
   args = make_parser().parse_args(argv)
   if not args.verbose:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     logging.getLogger("absl").setLevel(logging.WARNING)
   try:
     args.run(args)
-  except (flcc.FlccFormatError, vocab_lib.VocabularyError, UsageError, OSError) as e:
+  except (flcc.FlccFormatError, vocab_lib.VocabularyError, archive_lib.ArchiveError,
+          UsageError, OSError) as e:
     if args.verbose:
       raise
     print(f"code_t5.data {args.command}: error: {e}", file=sys.stderr)

@@ -3,8 +3,14 @@
 The tree is TFDS' "manual dir": `python -m code_t5.data build --flcc_dir=... --data_dir=...`
 passes it. TFDS writes into an `incomplete.*` directory and renames it when every split is
 written, so an interrupted build never looks complete and a rerun starts clean.
+
+Two ways to run the same recipe (`flcc.py` decides keep/skip, split and which duplicate
+stays): in this process, reading files one after another (the default), or as an Apache Beam
+pipeline (`--beam`) for archives too large for one machine. Both give the same dataset and the
+same report.
 """
 
+import collections
 import dataclasses
 import json
 import os
@@ -29,6 +35,10 @@ class BuildOptions:
   ratios: Tuple[float, float, float] = (0.9, 0.05, 0.05)
   holdout_prefixes: str = ""
   filters: flcc.Filters = flcc.Filters()
+  beam: bool = False
+  # Where the tree came from: an archive path or URL and its sha-256, when built from one.
+  archive: str = ""
+  archive_sha256: str = ""
 
 
 class Flcc(tfds.core.GeneratorBasedBuilder):
@@ -46,6 +56,7 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     super().__init__(**kwargs)
     self.options = options
     self.flcc_report = None
+    self._beam_flcc_dir = None
 
   def _info(self) -> tfds.core.DatasetInfo:
     return self.dataset_info_from_configs(
@@ -61,38 +72,119 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
         homepage="https://zenodo.org/records/7229669",
     )
 
-  def _split_generators(self, dl_manager: tfds.download.DownloadManager):
+  def _split_generators(self, dl_manager: tfds.download.DownloadManager, pipeline):
+    # TFDS hands every builder that takes `pipeline` a Beam pipeline; the in-process path
+    # leaves it empty.
+    if self.options.beam:
+      return self._beam_split_generators(os.fspath(dl_manager.manual_dir), pipeline)
     config, options = self.builder_config, self.options
     with tqdm(desc=f"scan {config.language}", unit=" files", mininterval=1) as progress:
       plan = flcc.plan_build(os.fspath(dl_manager.manual_dir), config.language,
                              options.ratios, options.holdout_prefixes, options.filters,
                              progress)
-    report = plan.report()
-    report["options"] = dataclasses.asdict(options)
+    self._write_report(plan.report())
+    return {split: self._generate_examples(plan.files[split], config.language)
+            for split in flcc.SPLITS if plan.files[split]}
+
+  def _write_report(self, report):
+    report["options"] = dataclasses.asdict(self.options)
     # self.data_dir is TFDS' incomplete directory here: the report lands with the dataset.
     os.makedirs(self.data_dir, exist_ok=True)
     with open(os.path.join(self.data_dir, REPORT_FILE), "w") as f:
       json.dump(report, f, indent=1)
     self.flcc_report = report
-    return {split: self._generate_examples(plan.files[split], config.language)
-            for split in flcc.SPLITS if plan.files[split]}
 
   def _generate_examples(self, files, language):
     for source, sha in files:
-      with open(source.stored_path, "rb") as f:
-        content = f.read().decode("utf-8")
-      yield sha, {
-          "content": content,
-          "path": source.path,
-          "repository": source.repository,
-          "language": language,
-          "extension": source.extension,
-          "sha": sha,
-      }
+      yield sha, _example(source, sha, language)
+
+  def _beam_split_generators(self, flcc_dir, pipeline):
+    import apache_beam as beam  # pylint: disable=g-import-not-at-top
+    language, options = self.builder_config.language, self.options
+    flcc.check_language(language)
+    root, repos = flcc.assign_splits(flcc_dir, options.ratios, options.holdout_prefixes)
+    kept = (pipeline
+            | "Repositories" >> beam.Create(list(enumerate(repos)))
+            | "Spread" >> beam.Reshuffle()
+            | "Inspect" >> beam.FlatMap(_beam_candidates, root, language, options.filters)
+            | "GroupBySha" >> beam.GroupByKey()
+            | "KeepFirstCopy" >> beam.Map(_beam_first_copy))
+    _ = (kept
+         | "SplitRepository" >> beam.Map(lambda kv: (kv[0], kv[1][0].repository))
+         | "Distinct" >> beam.Distinct()
+         | "CountRepositories" >> beam.Map(lambda kv: _inc(f"repos:{kv[0]}")))
+    self._beam_flcc_dir = flcc_dir
+    splits = {}
+    for split in sorted({r.split for r in repos}, key=flcc.SPLITS.index):
+      splits[split] = (
+          kept
+          | f"Select_{split}" >> beam.Filter(lambda kv, s: kv[0] == s, split)
+          | f"Examples_{split}" >> beam.Map(
+              lambda kv, lang: (kv[1][1], _example(kv[1][0], kv[1][1], lang)), language))
+    return splits
+
+  def _process_pipeline_result(self, pipeline_result):
+    if not self.options.beam:
+      return
+    import apache_beam as beam  # pylint: disable=g-import-not-at-top
+    results = pipeline_result.metrics().query(
+        beam.metrics.MetricsFilter().with_namespace(_BEAM_NAMESPACE))
+    counters = collections.Counter(
+        {r.key.metric.name: r.committed for r in results["counters"]})
+    language = self.builder_config.language
+    flcc.check_not_empty(self._beam_flcc_dir, language,
+                         sum(counters[f"files:{s}"] for s in flcc.SPLITS), counters)
+    self._write_report(flcc.report_from_counters(language, counters))
+
+
+_BEAM_NAMESPACE = "flcc"
+
+
+def _inc(name, value=1):
+  import apache_beam as beam  # pylint: disable=g-import-not-at-top
+  beam.metrics.Metrics.counter(_BEAM_NAMESPACE, name).inc(value)
+
+
+def _beam_candidates(rank_and_repo, root, language, filters):
+  """Kept files of one repository as (sha, (order, split, source, size)); counts the rest."""
+  rank, repo_dir = rank_and_repo
+  sources, missing = flcc.list_repository_files(root, language, repo_dir)
+  _inc(f"skipped:{flcc.MISSING}", missing)
+  _inc("repos_processed")
+  for index, source in enumerate(sources):
+    reason, sha, size = flcc.inspect_file(source, filters)
+    if reason != flcc.UNREADABLE:
+      _inc("files_processed")
+    if reason is not None:
+      _inc(f"skipped:{reason}")
+      continue
+    yield sha, ((rank, index), repo_dir.split, source, size)
+
+
+def _beam_first_copy(sha_and_copies):
+  """The copy the in-process build would meet first; the others count as duplicates."""
+  sha, copies = sha_and_copies
+  copies = sorted(copies, key=lambda copy: copy[0])
+  _inc(f"skipped:{flcc.DUPLICATE}", len(copies) - 1)
+  _, split, source, size = copies[0]
+  _inc(f"files:{split}")
+  _inc(f"bytes:{split}", size)
+  return split, (source, sha)
+
+
+def _example(source: flcc.SourceFile, sha: str, language: str) -> dict:
+  return {
+      "content": flcc.read_text(source),
+      "path": source.path,
+      "repository": source.repository,
+      "language": language,
+      "extension": source.extension,
+      "sha": sha,
+  }
 
 
 def build(flcc_dir: str, data_dir: str, language: str,
-          options: BuildOptions = BuildOptions()) -> dict:
+          options: BuildOptions = BuildOptions(), beam_runner=None, beam_options=None) -> dict:
   """Builds `flcc/<language>` into `data_dir` and returns the report.
 
   A dataset already built there is kept as it is (its report is returned).
@@ -101,8 +193,8 @@ def build(flcc_dir: str, data_dir: str, language: str,
   if builder.is_prepared():
     with open(os.path.join(builder.data_dir, REPORT_FILE)) as f:
       return json.load(f)
-  builder.download_and_prepare(
-      download_config=tfds.download.DownloadConfig(manual_dir=flcc_dir))
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+      manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options))
   return builder.flcc_report
 
 

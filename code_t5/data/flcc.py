@@ -89,22 +89,28 @@ class Plan:
   split_of_repository: Dict[str, str]
 
   def report(self) -> dict:
-    """The old converter's counters plus per-split counts."""
-    report = {
-        "language": self.language,
-        "files_processed": self.counters["files_processed"],
-        "repos_processed": self.counters["repos_processed"],
-    }
-    for reason in SKIP_REASONS:
-      report[f"files_skipped: {reason}"] = self.counters[f"skipped:{reason}"]
-    report["splits"] = {
-        split: {
-            "files": len(self.files[split]),
-            "repositories": len({f.repository for f, _ in self.files[split]}),
-            "bytes": self.counters[f"bytes:{split}"],
-        } for split in SPLITS
-    }
-    return report
+    counters = collections.Counter(self.counters)
+    for split in SPLITS:
+      counters[f"files:{split}"] = len(self.files[split])
+      counters[f"repos:{split}"] = len({f.repository for f, _ in self.files[split]})
+    return report_from_counters(self.language, counters)
+
+
+def report_from_counters(language: str, counters) -> dict:
+  """The old converter's counters plus per-split counts, from flat counter names."""
+  report = {
+      "language": language,
+      "files_processed": counters["files_processed"],
+      "repos_processed": counters["repos_processed"],
+  }
+  for reason in SKIP_REASONS:
+    report[f"files_skipped: {reason}"] = counters[f"skipped:{reason}"]
+  report["splits"] = {
+      split: {"files": counters[f"files:{split}"],
+              "repositories": counters[f"repos:{split}"],
+              "bytes": counters[f"bytes:{split}"]}
+      for split in SPLITS}
+  return report
 
 
 def languages_root(flcc_dir: str) -> str:
@@ -161,14 +167,12 @@ def iter_repository_dirs(root: str) -> Iterator[Tuple[str, str, str]]:
           yield author, repo, init_hash
 
 
-def list_repository_files(root: str, language: str, author: str, repo: str,
-                          init_hash: str,
-                          counters: collections.Counter) -> List[SourceFile]:
-  """The stored files of one repository in `language`, with their real paths.
-
-  A file that paths.json lists but that is not stored is counted as missing.
-  """
+def list_repository_files(root: str, language: str,
+                          repo_dir: "RepositoryDir") -> Tuple[List[SourceFile], int]:
+  """The stored files of one repository in `language`, with their real paths, and how many
+  files paths.json lists in `language` that are not stored (missing)."""
   lang_dir, extensions = LANGUAGES[language]
+  author, repo, init_hash = repo_dir.author, repo_dir.repo, repo_dir.init_hash
   meta_dir = os.path.join(root, "repositories", author, repo, init_hash)
   paths = _load_json(os.path.join(meta_dir, "paths.json"))
   if not isinstance(paths, dict):
@@ -180,7 +184,7 @@ def list_repository_files(root: str, language: str, author: str, repo: str,
         f"{os.path.join(meta_dir, 'files.json')}: expected an object of language/ext -> count")
   _check_metadata(os.path.join(meta_dir, "METADATA"))
 
-  files = []
+  files, missing = [], 0
   for extension in extensions:
     stored_dir = os.path.join(root, "languages", lang_dir, extension, author, repo,
                               init_hash)
@@ -190,8 +194,8 @@ def list_repository_files(root: str, language: str, author: str, repo: str,
       files.append(SourceFile(f"{author}/{repo}", os.path.join(stored_dir, name),
                               str(paths.get(name, name)), extension))
     listed = sorted(n for n in paths if n.endswith(extension) and n not in stored)
-    counters[f"skipped:{MISSING}"] += len(listed)
-  return files
+    missing += len(listed)
+  return files, missing
 
 
 def skip_reason(content: bytes, path: str, filters: Filters) -> Optional[str]:
@@ -239,65 +243,92 @@ def split_for_repository(repository: str, ratios: Sequence[float],
   return SPLITS[-1]
 
 
-def read_file(source: SourceFile, counters: collections.Counter) -> Optional[bytes]:
-  try:
-    with open(source.stored_path, "rb") as f:
-      return f.read()
-  except OSError:
-    counters[f"skipped:{UNREADABLE}"] += 1
-    return None
+@dataclasses.dataclass(frozen=True)
+class RepositoryDir:
+  author: str
+  repo: str
+  init_hash: str
+  split: str
+
+  @property
+  def name(self) -> str:
+    return f"{self.author}/{self.repo}"
 
 
-def plan_build(flcc_dir: str, language: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
-               holdout_prefixes: str = "", filters: Filters = Filters(),
-               progress=None) -> Plan:
-  """Reads every file once: filters, de-duplicates by content and assigns splits.
+def assign_splits(flcc_dir: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
+                  holdout_prefixes: str = "") -> Tuple[str, List[RepositoryDir]]:
+  """The v3 root and every repository with its split, in build order.
 
-  Duplicates are kept in the first split of train, validation, test that has them, and there
-  in sorted repository order, so no held-out file is also trained on.
+  Build order is train, validation, test, then sorted names. De-duplication keeps the first
+  copy in this order, so a file seen in training is never also held out.
   """
-  if language not in LANGUAGES:
-    raise FlccFormatError(
-        f"unknown language {language!r}; known: {', '.join(sorted(LANGUAGES))}")
   if not os.path.isdir(flcc_dir):
     raise FlccFormatError(f"{flcc_dir}: no such directory")
   if len(ratios) != 3 or any(r < 0 for r in ratios) or abs(sum(ratios) - 1) > 1e-6:
     raise ValueError(f"split ratios must be three non-negative numbers summing to 1: {ratios}")
   root = languages_root(flcc_dir)
-  counters = collections.Counter()
-  by_split = {split: [] for split in SPLITS}
-  split_of_repository = {}
-  for author, repo, init_hash in iter_repository_dirs(root):
-    repository = f"{author}/{repo}"
-    split = split_for_repository(repository, ratios, holdout_prefixes)
-    split_of_repository[repository] = split
-    by_split[split].append((author, repo, init_hash))
+  repos = [RepositoryDir(author, repo, init_hash,
+                         split_for_repository(f"{author}/{repo}", ratios, holdout_prefixes))
+           for author, repo, init_hash in iter_repository_dirs(root)]
+  repos.sort(key=lambda r: SPLITS.index(r.split))  # stable: names stay sorted within a split
+  return root, repos
 
-  files = {split: [] for split in SPLITS}
-  seen = set()
-  for split in SPLITS:
-    for author, repo, init_hash in by_split[split]:
-      sources = list_repository_files(root, language, author, repo, init_hash, counters)
-      counters["repos_processed"] += 1
-      for source in sources:
-        if progress is not None:
-          progress.update(1)
-        content = read_file(source, counters)
-        if content is None:
-          continue
-        counters["files_processed"] += 1
-        reason = skip_reason(content, source.path, filters)
-        sha = hashlib.sha256(content).hexdigest()
-        if reason is None and sha in seen:
-          reason = DUPLICATE
-        if reason is not None:
-          counters[f"skipped:{reason}"] += 1
-          continue
-        seen.add(sha)
-        files[split].append((source, sha))
-        counters[f"bytes:{split}"] += len(content)
-  if not any(files.values()):
+
+def inspect_file(source: SourceFile, filters: Filters) -> Tuple[Optional[str], str, int]:
+  """(skip reason or None, sha-256, size) of one stored file; duplicates are not judged here."""
+  try:
+    with open(source.stored_path, "rb") as f:
+      content = f.read()
+  except OSError:
+    return UNREADABLE, "", 0
+  return (skip_reason(content, source.path, filters), hashlib.sha256(content).hexdigest(),
+          len(content))
+
+
+def read_text(source: SourceFile) -> str:
+  with open(source.stored_path, "rb") as f:
+    return f.read().decode("utf-8")
+
+
+def check_language(language: str) -> None:
+  if language not in LANGUAGES:
+    raise FlccFormatError(
+        f"unknown language {language!r}; known: {', '.join(sorted(LANGUAGES))}")
+
+
+def check_not_empty(flcc_dir: str, language: str, kept: int, counters) -> None:
+  if not kept:
     raise FlccFormatError(
         f"{flcc_dir}: no {language} files left to build from "
         f"({counters['repos_processed']} repositories, {counters['files_processed']} files read)")
-  return Plan(language, files, counters, split_of_repository)
+
+
+def plan_build(flcc_dir: str, language: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
+               holdout_prefixes: str = "", filters: Filters = Filters(),
+               progress=None) -> Plan:
+  """Reads every file once: filters, de-duplicates by content and assigns splits."""
+  check_language(language)
+  root, repos = assign_splits(flcc_dir, ratios, holdout_prefixes)
+  counters = collections.Counter()
+  files = {split: [] for split in SPLITS}
+  seen = set()
+  for repo_dir in repos:
+    sources, missing = list_repository_files(root, language, repo_dir)
+    counters[f"skipped:{MISSING}"] += missing
+    counters["repos_processed"] += 1
+    for source in sources:
+      if progress is not None:
+        progress.update(1)
+      reason, sha, size = inspect_file(source, filters)
+      if reason != UNREADABLE:
+        counters["files_processed"] += 1
+      if reason is None and sha in seen:
+        reason = DUPLICATE
+      if reason is not None:
+        counters[f"skipped:{reason}"] += 1
+        continue
+      seen.add(sha)
+      files[repo_dir.split].append((source, sha))
+      counters[f"bytes:{repo_dir.split}"] += size
+  check_not_empty(flcc_dir, language, sum(len(f) for f in files.values()), counters)
+  return Plan(language, files, counters, {r.name: r.split for r in repos})

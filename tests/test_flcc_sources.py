@@ -1,0 +1,132 @@
+"""Other ways into the same dataset: Apache Beam, local archives, downloads that resume."""
+
+import hashlib
+import http.server
+import json
+import os
+import tarfile
+import threading
+
+import pytest
+import tensorflow_datasets as tfds
+
+from code_t5.data import archive
+from code_t5.data import builder
+from code_t5.data import flcc
+
+from conftest import FIXTURE_RATIOS, run_data_cli
+
+RATIOS_FLAG = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
+
+
+def _split_shas(data_dir):
+  return {split: sorted(e["sha"] for e in tfds.as_numpy(
+      tfds.load("flcc/python:1.0.0", split=split, data_dir=data_dir)))
+          for split in flcc.SPLITS}
+
+
+def _report(data_dir):
+  with open(builder.report_path(data_dir, "python")) as f:
+    report = json.load(f)
+  return report.pop("options"), report
+
+
+def test_beam_build_matches_the_in_process_build(flcc_tree, flcc_data_dir, tmp_path):
+  beam_dir = str(tmp_path / "beam")
+  run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={beam_dir}", RATIOS_FLAG,
+               "--beam_runner=DirectRunner")
+  beam_options, beam_report = _report(beam_dir)
+  plain_options, plain_report = _report(flcc_data_dir)
+  assert beam_options["beam"] and not plain_options["beam"]
+  assert beam_report == plain_report
+  assert _split_shas(beam_dir) == _split_shas(flcc_data_dir)
+
+
+@pytest.fixture(scope="module")
+def fixture_archive(flcc_tree, tmp_path_factory):
+  path = str(tmp_path_factory.mktemp("archive") / "flcc-fixture.tar.gz")
+  with tarfile.open(path, "w:gz") as t:
+    t.add(os.path.join(flcc_tree, "v3"), arcname="dataset/v3")
+  return path
+
+
+def test_build_from_a_local_archive_records_its_checksum(fixture_archive, flcc_data_dir,
+                                                         tmp_path):
+  data_dir = str(tmp_path / "tfds")
+  run_data_cli("build", f"--archive={fixture_archive}", f"--data_dir={data_dir}", RATIOS_FLAG)
+  options, report = _report(data_dir)
+  with open(fixture_archive, "rb") as f:
+    assert options["archive_sha256"] == hashlib.sha256(f.read()).hexdigest()
+  assert report == _report(flcc_data_dir)[1]
+
+
+def test_wrong_checksum_is_refused(fixture_archive, tmp_path):
+  proc = run_data_cli("build", f"--archive={fixture_archive}", f"--data_dir={tmp_path}",
+                      "--archive_sha256=" + "0" * 64, check=False)
+  assert proc.returncode == 1
+  assert f"{fixture_archive}: sha256" in proc.stderr and "does not match" in proc.stderr
+
+
+def test_not_an_archive_is_one_line(tmp_path):
+  bogus = tmp_path / "bogus.tar.gz"
+  bogus.write_bytes(b"this is not a tarball")
+  proc = run_data_cli("build", f"--archive={bogus}", f"--data_dir={tmp_path}", check=False)
+  assert proc.returncode == 1
+  assert proc.stderr.strip().splitlines()[-1] == (
+      f"code_t5.data build: error: {bogus}: not a tar or zip archive")
+
+
+class _RangeHandler(http.server.BaseHTTPRequestHandler):
+  """Serves one payload; honours `Range: bytes=N-` unless told not to."""
+  payload = b""
+  honour_range = True
+  ranges_seen = []
+
+  def do_GET(self):  # pylint: disable=invalid-name
+    start = 0
+    header = self.headers.get("Range")
+    type(self).ranges_seen.append(header)
+    if header and self.honour_range:
+      start = int(header.split("=")[1].rstrip("-"))
+      self.send_response(206)
+    else:
+      self.send_response(200)
+    body = self.payload[start:]
+    self.send_header("Content-Length", str(len(body)))
+    self.end_headers()
+    self.wfile.write(body)
+
+  def log_message(self, *args):
+    pass
+
+
+@pytest.fixture
+def server():
+  httpd = http.server.HTTPServer(("127.0.0.1", 0), _RangeHandler)
+  thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+  thread.start()
+  _RangeHandler.ranges_seen = []
+  yield httpd
+  httpd.shutdown()
+
+
+@pytest.mark.parametrize("honour_range", [True, False])
+def test_download_resumes_a_partial_file(server, tmp_path, honour_range):
+  payload = os.urandom(3 * 1024 * 1024 + 17)
+  _RangeHandler.payload, _RangeHandler.honour_range = payload, honour_range
+  url = f"http://127.0.0.1:{server.server_port}/part-1.tar.gz"
+  out = tmp_path / "downloads"
+  out.mkdir()
+  (out / "part-1.tar.gz.part").write_bytes(payload[:1000000])  # left by a killed run
+  path = archive.download(url, str(out))
+  with open(path, "rb") as f:
+    assert f.read() == payload
+  assert _RangeHandler.ranges_seen == ["bytes=1000000-"]
+  assert not (out / "part-1.tar.gz.part").exists()
+  archive.download(url, str(out))  # finished: not fetched again
+  assert len(_RangeHandler.ranges_seen) == 1
+
+
+def test_unreachable_url_names_it(tmp_path):
+  with pytest.raises(archive.ArchiveError, match=r"http://127.0.0.1:9/x.tar.gz: cannot download"):
+    archive.download("http://127.0.0.1:9/x.tar.gz", str(tmp_path))
