@@ -23,10 +23,10 @@ TRAIN_STEPS = 6
 EVAL_EXAMPLES = 12
 
 
-def _main(model_dir, data_dir, gin_files, gin_params):
+def _main(model_dir, data_dir, gin_files, gin_params, extra_flags=()):
   cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
          f"--t5_tfds_data_dir={data_dir}", "--module_import=code_t5",
-         "--gin_location_prefix=gin_configs/"]
+         "--gin_location_prefix=gin_configs/", *extra_flags]
   cmd += [f"--gin_file={f}" for f in gin_files]
   cmd += [f"--gin_param={p}" for p in gin_params]
   proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
@@ -81,3 +81,36 @@ def test_full_line_eval_writes_predictions_and_metrics(trained_model_dir, flcc_d
                           ("exact_match", "edit_similarity", "prefix_coverage")}
   for m in metrics.values():
     assert m["step"] == TRAIN_STEPS and 0.0 <= m["value"] <= 100.0
+
+
+@pytest.mark.slow
+def test_bitransformer_trains_on_the_same_task(flcc_data_dir, tmp_path):
+  model_dir = str(tmp_path / "bi")
+  _main(model_dir, flcc_data_dir, ["models/bitransformer.gin", "mesh/cpu.gin"],
+        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python'", "run.train_steps = 3"])
+  assert os.path.exists(os.path.join(model_dir, "model.ckpt-3.index"))
+  with open(os.path.join(model_dir, "operative_config.gin")) as f:
+    assert "model_type = 'bitransformer'" in f.read()
+
+
+@pytest.mark.slow
+def test_seqio_cache_tasks_then_train_from_the_cache(flcc_data_dir, tmp_path):
+  cache_dir = str(tmp_path / "cache")
+  proc = subprocess.run(
+      [PYTHON, "-m", "seqio.scripts.cache_tasks_main", "--module_import=code_t5",
+       "--tasks=flcc_python_full_line", f"--output_cache_dir={cache_dir}",
+       f"--tfds_data_dir={flcc_data_dir}", "--pipeline_options=--runner=DirectRunner"],
+      cwd=REPO_ROOT, capture_output=True, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  task_cache = os.path.join(cache_dir, "flcc_python_full_line")
+  assert os.path.exists(os.path.join(task_cache, "COMPLETED"))
+  assert glob.glob(os.path.join(task_cache, "train.tfrecord-*"))
+
+  model_dir = str(tmp_path / "model")
+  proc = _main(model_dir, flcc_data_dir, ["models/shared-prefix_lm.gin", "mesh/cpu.gin"],
+               TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'", "run.train_steps = 3",
+                             "mesh_train_dataset_fn.use_cached = True"],
+               extra_flags=[f"--additional_task_cache_dirs={cache_dir}"])
+  assert f"'flcc_python_full_line' is cached at {task_cache}" in proc.stderr
+  assert os.path.exists(os.path.join(model_dir, "model.ckpt-3.index"))

@@ -1,0 +1,97 @@
+"""Benchmark of `python -m code_t5.data build`: files/s and MB/s, next to a plain read.
+
+Generates an FLCC v3 tree of --files files (default 20000) from the running interpreter's
+standard library (each copy made unique, so de-duplication keeps it), then in one run:
+  1. reads every stored file once (the floor any build pays),
+  2. builds flcc/python from it in this process,
+  3. with --beam, builds it again on Beam's DirectRunner.
+Prints a table and writes JSON (--json).
+
+  .venv/bin/python scripts/bench_build.py --files=20000 --json=bench_build.json
+"""
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+
+from code_t5.data import builder
+from code_t5.data import tree_writer
+
+
+def make_tree(root, num_files, files_per_repo=50):
+  sources = [content for files in tree_writer.stdlib_repositories().values()
+             for content in files.values() if 200 < len(content) < 20000]
+  repos, count = {}, 0
+  while count < num_files:
+    content = sources[count % len(sources)]
+    repo = f"bench{count // files_per_repo // 100:03d}/repo{count // files_per_repo:05d}"
+    repos.setdefault(repo, {})[f"pkg/module_{count}.py"] = (
+        content + f"\n# copy {count}\n".encode())
+    count += 1
+  tree_writer.write_flcc_tree(root, repos)
+
+
+def plain_read(root):
+  files = total = 0
+  for dirpath, _, filenames in os.walk(os.path.join(root, "v3", "languages")):
+    for name in filenames:
+      with open(os.path.join(dirpath, name), "rb") as f:
+        total += len(f.read())
+      files += 1
+  return files, total
+
+
+def timed(fn):
+  start = time.perf_counter()
+  result = fn()
+  return result, time.perf_counter() - start
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--files", type=int, default=20000)
+  parser.add_argument("--beam", action="store_true", help="also time the Beam DirectRunner")
+  parser.add_argument("--json", default=None)
+  parser.add_argument("--workdir", default=None, help="default: a temporary directory")
+  args = parser.parse_args()
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+  workdir = args.workdir or tempfile.mkdtemp(prefix="bench_build_")
+  tree = os.path.join(workdir, "tree")
+  shutil.rmtree(tree, ignore_errors=True)
+  _, gen_seconds = timed(lambda: make_tree(tree, args.files))
+  (files, total), read_seconds = timed(lambda: plain_read(tree))
+  rows = [("plain read", files, total, read_seconds)]
+
+  runs = [("build (in process)", builder.BuildOptions())]
+  if args.beam:
+    runs.append(("build (Beam DirectRunner)", builder.BuildOptions(beam=True)))
+  for name, options in runs:
+    data_dir = os.path.join(workdir, "tfds_" + ("beam" if options.beam else "plain"))
+    shutil.rmtree(data_dir, ignore_errors=True)
+    report, seconds = timed(lambda: builder.build(
+        tree, data_dir, "python", options,
+        beam_runner="DirectRunner" if options.beam else None))
+    rows.append((name, report["files_processed"], total, seconds))
+
+  print(f"\ntree: {files} files, {total / 1e6:.1f} MB (generated in {gen_seconds:.1f} s)")
+  print(f"{'step':<28}{'files':>8}{'seconds':>10}{'files/s':>10}{'MB/s':>8}")
+  results = []
+  for name, n, size, seconds in rows:
+    print(f"{name:<28}{n:>8}{seconds:>10.2f}{n / seconds:>10.0f}{size / 1e6 / seconds:>8.1f}")
+    results.append({"step": name, "files": n, "bytes": size, "seconds": round(seconds, 3),
+                    "files_per_s": round(n / seconds, 1),
+                    "mb_per_s": round(size / 1e6 / seconds, 2)})
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump({"cpus": os.cpu_count(), "results": results}, f, indent=1)
+  if not args.workdir:
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+  main()

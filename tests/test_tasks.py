@@ -1,0 +1,95 @@
+"""The registered seqio Tasks on the fixture dataset: real TFDS data, real vocabulary."""
+
+import gin
+import pytest
+import seqio
+import tensorflow_datasets as tfds
+
+import code_t5  # noqa: F401  (registers the tasks)
+from code_t5 import tasks
+
+
+@pytest.fixture
+def data_dir_override(flcc_data_dir):
+  seqio.set_tfds_data_dir_override(flcc_data_dir)
+  yield flcc_data_dir
+  seqio.set_tfds_data_dir_override(None)
+
+
+def _files(data_dir, split):
+  ds = tfds.load("flcc/python:1.0.0", split=split, data_dir=data_dir)
+  return [e["content"].decode("utf-8") for e in tfds.as_numpy(ds)]
+
+
+def _decoded(task_name, split, sequence_length):
+  task = seqio.get_mixture_or_task(task_name)
+  vocab = task.output_features["targets"].vocabulary
+  ds = task.get_dataset(sequence_length, split=split, shuffle=False)
+  out = []
+  for ex in ds.as_numpy_iterator():
+    assert ex["inputs"][-1] == vocab.eos_id and ex["targets"][-1] == vocab.eos_id
+    out.append((vocab.decode(ex["inputs"][:-1].tolist()),
+                vocab.decode(ex["targets"][:-1].tolist())))
+  return out
+
+
+def test_full_line_round_trip_gives_back_the_source(data_dir_override):
+  """Untruncated, inputs + targets is a prefix of a file that ends where a line ends."""
+  files = _files(data_dir_override, "validation")
+  examples = _decoded("flcc_python_full_line", "validation", {"inputs": 4096, "targets": 512})
+  assert len(examples) >= len(files)
+  for inputs, targets in examples:
+    joined = inputs + targets
+    source = next((f for f in files if f.startswith(joined)), None)
+    assert source is not None, joined[-200:]
+    assert source[len(joined):][:1] in ("", "\n", "\r")
+    assert targets.strip() and "\n" not in targets
+
+
+def test_full_line_inputs_are_cut_at_a_line_start(data_dir_override):
+  files = _files(data_dir_override, "validation")
+  for inputs, targets in _decoded("flcc_python_full_line", "validation",
+                                  {"inputs": 24, "targets": 8}):
+    joined = inputs + targets
+    hits = [f for f in files if joined in f]
+    assert hits, joined
+    at_line_start = any(f.startswith(joined) or f[:f.index(joined)].endswith("\n")
+                        for f in hits)
+    # Otherwise the window held no line start: the tail of one long line.
+    assert at_line_start or "\n" not in inputs[:-1], inputs
+
+
+def test_validation_examples_are_deterministic(data_dir_override):
+  lengths = {"inputs": 64, "targets": 16}
+  first = _decoded("flcc_python_full_line", "validation", lengths)
+  assert first == _decoded("flcc_python_full_line", "validation", lengths)
+
+
+def test_prefix_lm_continues_its_prefix(data_dir_override):
+  files = _files(data_dir_override, "train")
+  examples = _decoded("flcc_python_prefix_lm", "train", {"inputs": 64, "targets": 64})
+  assert examples
+  for inputs, targets in examples:
+    assert any((inputs + targets) in f for f in files)
+
+
+def test_mixture_rates_come_from_gin(data_dir_override):
+  mixture = seqio.get_mixture_or_task("flcc_python")
+  full_line, prefix_lm = (seqio.get_mixture_or_task(f"flcc_python_{k}")
+                          for k in ("full_line", "prefix_lm"))
+  with gin.unlock_config():
+    gin.parse_config("code_t5.mixture_rate.prefix_lm = 0.25")
+  try:
+    assert mixture.get_rate(full_line) == 1.0 and mixture.get_rate(prefix_lm) == 0.25
+  finally:
+    gin.clear_config()
+
+
+def test_missing_vocabulary_is_named(tmp_path):
+  seqio.set_tfds_data_dir_override(str(tmp_path))
+  try:
+    vocab = tasks.FlccVocabulary("python")
+    with pytest.raises(Exception, match=f"{tmp_path}/flcc_vocab/python/spm.model: no vocabulary"):
+      vocab.vocab_size  # pylint: disable=pointless-statement
+  finally:
+    seqio.set_tfds_data_dir_override(None)
