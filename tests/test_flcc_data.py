@@ -69,6 +69,24 @@ def test_listed_but_absent_file_is_counted_missing(tmp_path):
   assert report["splits"]["train"]["files"] == 1
 
 
+def test_cli_names_missing_and_unreadable_files_and_counts_them(tmp_path):
+  tree_writer.write_flcc_tree(str(tmp_path), {"a/b": {"x.py": b"x = 1\n", "y.py": b"y = 2\n",
+                                                      "z.py": b"z = 3\n"}})
+  missing = next(tmp_path.rglob("y_*.py"))
+  missing.unlink()
+  unreadable = next(tmp_path.rglob("z_*.py"))
+  unreadable.unlink()
+  unreadable.mkdir()  # root reads any file; a directory cannot be read as one
+  proc = run_data_cli("build", f"--flcc_dir={tmp_path}", f"--data_dir={tmp_path}/tfds",
+                      "--ratios=1,0,0")
+  warnings = [l for l in proc.stderr.splitlines() if ": WARNING: " in l]
+  assert len(warnings) == 2, proc.stderr
+  assert f"lists {missing.name}, which is not in {missing.parent}" in warnings[0]
+  assert f"{unreadable}: unreadable" in warnings[1]
+  assert "files_skipped: missing     1" in proc.stdout
+  assert "files_skipped: unreadable  1" in proc.stdout
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda meta: os.remove(meta / "paths.json"), "paths.json: missing"),
     (lambda meta: (meta / "paths.json").write_text("{not json"), "paths.json: not valid JSON"),

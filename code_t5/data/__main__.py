@@ -181,6 +181,12 @@ def main(argv=None) -> int:
   if not args.verbose:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     logging.getLogger("absl").setLevel(logging.WARNING)
+  # Skipped files are counted in the report; each one that points at a broken tree (listed
+  # but missing, unreadable) also gets a line naming it.
+  handler = logging.StreamHandler(sys.stderr)
+  handler.setFormatter(logging.Formatter(f"code_t5.data {args.command}: %(levelname)s: %(message)s"))
+  flcc.log.addHandler(handler)
+  flcc.log.propagate = False
   try:
     args.run(args)
   except (flcc.FlccFormatError, vocab_lib.VocabularyError, archive_lib.ArchiveError,

@@ -193,6 +193,9 @@ def build(flcc_dir: str, data_dir: str, language: str,
   if builder.is_prepared():
     with open(os.path.join(builder.data_dir, REPORT_FILE)) as f:
       return json.load(f)
+  if options.beam and beam_options is None:
+    from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+    beam_options = PipelineOptions([])  # not sys.argv, which holds the caller's own flags
   builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
       manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options))
   return builder.flcc_report

@@ -14,11 +14,13 @@ import collections
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import re
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 SPLITS = ("train", "validation", "test")
+log = logging.getLogger("code_t5.data")
 
 # Languages of the published dataset and the extensions stored for each.
 LANGUAGES = {
@@ -170,7 +172,7 @@ def iter_repository_dirs(root: str) -> Iterator[Tuple[str, str, str]]:
 def list_repository_files(root: str, language: str,
                           repo_dir: "RepositoryDir") -> Tuple[List[SourceFile], int]:
   """The stored files of one repository in `language`, with their real paths, and how many
-  files paths.json lists in `language` that are not stored (missing)."""
+  files paths.json lists in `language` that are not stored (missing; each is logged)."""
   lang_dir, extensions = LANGUAGES[language]
   author, repo, init_hash = repo_dir.author, repo_dir.repo, repo_dir.init_hash
   meta_dir = os.path.join(root, "repositories", author, repo, init_hash)
@@ -194,6 +196,9 @@ def list_repository_files(root: str, language: str,
       files.append(SourceFile(f"{author}/{repo}", os.path.join(stored_dir, name),
                               str(paths.get(name, name)), extension))
     listed = sorted(n for n in paths if n.endswith(extension) and n not in stored)
+    for name in listed:
+      log.warning("%s: lists %s, which is not in %s", os.path.join(meta_dir, "paths.json"),
+                  name, stored_dir)
     missing += len(listed)
   return files, missing
 
@@ -279,7 +284,8 @@ def inspect_file(source: SourceFile, filters: Filters) -> Tuple[Optional[str], s
   try:
     with open(source.stored_path, "rb") as f:
       content = f.read()
-  except OSError:
+  except OSError as e:
+    log.warning("%s: unreadable (%s)", source.stored_path, e.strerror or e)
     return UNREADABLE, "", 0
   return (skip_reason(content, source.path, filters), hashlib.sha256(content).hexdigest(),
           len(content))
