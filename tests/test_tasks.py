@@ -46,6 +46,18 @@ def test_full_line_round_trip_gives_back_the_source(data_dir_override):
     assert targets.strip() and "\n" not in targets
 
 
+def test_a_line_longer_than_the_targets_is_cut_and_still_ends_with_eos(data_dir_override):
+  files = _files(data_dir_override, "validation")
+  examples = _decoded("flcc_python_full_line", "validation", {"inputs": 4096, "targets": 6})
+  truncated = 0
+  for inputs, targets in examples:
+    source = next(f for f in files if f.startswith(inputs + targets))
+    rest_of_line = source[len(inputs):].split("\n", 1)[0].rstrip("\r")
+    assert rest_of_line.startswith(targets)
+    truncated += len(targets) < len(rest_of_line)
+  assert truncated > 0
+
+
 def test_full_line_inputs_are_cut_at_a_line_start(data_dir_override):
   files = _files(data_dir_override, "validation")
   for inputs, targets in _decoded("flcc_python_full_line", "validation",
