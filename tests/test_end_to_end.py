@@ -114,3 +114,18 @@ def test_seqio_cache_tasks_then_train_from_the_cache(flcc_data_dir, tmp_path):
                extra_flags=[f"--additional_task_cache_dirs={cache_dir}"])
   assert f"'flcc_python_full_line' is cached at {task_cache}" in proc.stderr
   assert os.path.exists(os.path.join(model_dir, "model.ckpt-3.index"))
+
+
+@pytest.mark.slow
+def test_perplexity_eval_reports_per_task_loss(trained_model_dir, flcc_data_dir):
+  _main(trained_model_dir, flcc_data_dir,
+        ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "perplexity_eval.gin"],
+        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python'", "utils.run.dataset_split = 'validation'",
+                      "utils.run.eval_checkpoint_step = -1",
+                      "utils.run.perplexity_eval_steps = 2"])
+  for task in ("flcc_python_full_line", "flcc_python_prefix_lm"):
+    [eval_dir] = glob.glob(os.path.join(trained_model_dir, f"eval_{task}_validation_*"))
+    scalars = summaries.read_scalars(eval_dir)
+    [(step, _, nlp)] = scalars["neg_log_perplexity"]
+    assert step == TRAIN_STEPS and -20 < nlp < 0
+    assert scalars["num_eval_tokens"][0][2] > 0

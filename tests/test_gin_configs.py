@@ -1,0 +1,65 @@
+"""Every gin file parses on top of the model it is meant for, with no unknown names."""
+
+import glob
+import os
+
+import gin
+import pytest
+
+import code_t5
+from mesh_tensorflow.transformer import utils as mtf_utils  # noqa: F401  (configurables)
+import pkg_resources
+import t5.models.mesh_transformer  # noqa: F401  (configurables)
+
+GIN_DIR = code_t5.gin_configs_dir()
+MESH_DEFAULTS = pkg_resources.resource_filename("mesh_tensorflow.transformer",
+                                                "gin/defaults.gin")
+ALL_FILES = sorted(os.path.relpath(p, GIN_DIR)
+                   for p in glob.glob(os.path.join(GIN_DIR, "**", "*.gin"), recursive=True))
+
+
+def _parse(*files, bindings=()):
+  gin.clear_config()
+  gin.parse_config_file(MESH_DEFAULTS)
+  gin.parse_config_files_and_bindings(list(files), list(bindings), skip_unknown=False,
+                                      finalize_config=False)
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+  yield
+  gin.clear_config()
+
+
+@pytest.mark.parametrize("name", ALL_FILES)
+def test_file_parses_after_the_shared_prefix_lm(name):
+  base = "models/bitransformer.gin" if name == "models/bitransformer.gin" else (
+      "models/shared-prefix_lm.gin")
+  _parse(base, name)
+
+
+def test_dataset_gin_wires_mixture_name_everywhere():
+  _parse("models/shared-prefix_lm.gin", bindings=["MIXTURE_NAME = 'flcc_java'"])
+  for target in ("mesh_train_dataset_fn.mixture_or_task_name",
+                 "mesh_eval_dataset_fn.mixture_or_task_name",
+                 "get_vocabulary.mixture_or_task_name"):
+    assert repr(gin.query_parameter(target)) == "%MIXTURE_NAME"
+  assert gin.query_parameter("MIXTURE_NAME/macro.value") == "flcc_java"
+
+
+def test_dev_model_overrides_size_and_mesh():
+  _parse("models/shared-prefix_lm_dev.gin")
+  assert gin.query_parameter("d_model/macro.value") == 256
+  assert gin.query_parameter("utils.run.mesh_devices") == ["cpu:0"]
+  assert gin.query_parameter("utils.run.model_type") == "delimited_lm"
+  assert gin.query_parameter("Unitransformer.input_full_attention") is True
+
+
+def test_tpu_mesh_names_its_topology():
+  _parse("models/shared-prefix_lm.gin", "mesh/tpu_v3_32.gin")
+  assert gin.query_parameter("utils.tpu_mesh_shape.tpu_topology") == "v3-32"
+
+
+def test_a_typo_in_a_gin_param_is_an_error():
+  with pytest.raises(ValueError, match="run.trian_steps"):
+    _parse("models/shared-prefix_lm.gin", bindings=["run.trian_steps = 10"])
