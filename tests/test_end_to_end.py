@@ -4,6 +4,7 @@ The train command is the old guide's, word for word, plus gin params that shrink
 """
 
 import glob
+import json
 import os
 import subprocess
 
@@ -129,3 +130,21 @@ def test_perplexity_eval_reports_per_task_loss(trained_model_dir, flcc_data_dir)
     [(step, _, nlp)] = scalars["neg_log_perplexity"]
     assert step == TRAIN_STEPS and -20 < nlp < 0
     assert scalars["num_eval_tokens"][0][2] > 0
+
+
+@pytest.mark.slow
+def test_infer_completes_code_prefixes_from_a_file(trained_model_dir, flcc_data_dir, tmp_path):
+  prefixes = ["def f(x):\n    return", "class A:\n\tdef __init__(self):\n\t\tself.", "import "]
+  input_file = tmp_path / "prefixes.jsonl"
+  input_file.write_text("".join(json.dumps({"prefix": p}) + "\n" for p in prefixes))
+  output = tmp_path / "completions.txt"
+  _main(trained_model_dir, flcc_data_dir,
+        ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "infer_full_line.gin"],
+        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
+                      f"code_t5.complete_lines_from_file.input_filename = '{input_file}'",
+                      f"code_t5.complete_lines_from_file.output_filename = '{output}'",
+                      "Unitransformer.sample_autoregressive.max_steps = 8"])
+  with open(f"{output}-{TRAIN_STEPS}") as f:
+    completions = f.read().split("\n")
+  assert completions[-1] == "" and len(completions) == len(prefixes) + 1
+  assert not os.path.exists(f"{output}-{TRAIN_STEPS}.incomplete")
