@@ -148,3 +148,56 @@ def test_infer_completes_code_prefixes_from_a_file(trained_model_dir, flcc_data_
     completions = f.read().split("\n")
   assert completions[-1] == "" and len(completions) == len(prefixes) + 1
   assert not os.path.exists(f"{output}-{TRAIN_STEPS}.incomplete")
+
+
+@pytest.mark.slow
+def test_finetune_loads_weights_and_restarts_the_step(trained_model_dir, flcc_data_dir,
+                                                      tmp_path):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  pretrained = os.path.join(trained_model_dir, f"model.ckpt-{TRAIN_STEPS}")
+  model_dir = str(tmp_path / "finetuned")
+  _main(model_dir, flcc_data_dir,
+        ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "finetune.gin"],
+        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'", "run.train_steps = 3",
+                      f"utils.run.init_checkpoint = '{pretrained}'"])
+  finetuned = os.path.join(model_dir, "model.ckpt-3")
+  assert tf.train.load_variable(finetuned, "global_step") == 3
+  before = tf.train.load_variable(pretrained, "transformer/embedding")
+  after = tf.train.load_variable(finetuned, "transformer/embedding")
+  assert np.linalg.norm(after - before) < 0.2 * np.linalg.norm(before)
+
+
+@pytest.mark.slow
+def test_killed_training_resumes_and_keeps_only_recent_checkpoints(flcc_data_dir, tmp_path):
+  """kill -9 mid-run, relaunch the same command: it continues from its last checkpoint."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path / "model")
+  steps = 60
+  cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
+         f"--t5_tfds_data_dir={flcc_data_dir}", "--module_import=code_t5",
+         "--gin_location_prefix=gin_configs/", "--gin_file=models/shared-prefix_lm.gin",
+         "--gin_file=mesh/cpu.gin"] + [f"--gin_param={p}" for p in TINY_MODEL + [
+             "MIXTURE_NAME = 'flcc_python_full_line'", f"run.train_steps = {steps}",
+             "run.keep_checkpoint_max = 2"]]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  first = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+  deadline = time.time() + 300
+  while not glob.glob(os.path.join(model_dir, "model.ckpt-[1-9]*.index")):
+    assert first.poll() is None and time.time() < deadline, "no checkpoint before the kill"
+    time.sleep(0.2)
+  first.send_signal(signal.SIGKILL)
+  first.wait()
+  steps_at_kill = sorted(int(p.split("-")[-1].split(".")[0])
+                         for p in glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
+  assert steps_at_kill[-1] < steps
+
+  proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  restored = f"Restoring parameters from {model_dir}/model.ckpt-{steps_at_kill[-1]}"
+  assert restored in proc.stderr  # continued, not started over
+  kept = sorted(int(p.split("-")[-1].split(".")[0])
+                for p in glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
+  assert kept[-1] == steps and len(kept) == 2
