@@ -201,3 +201,24 @@ def test_killed_training_resumes_and_keeps_only_recent_checkpoints(flcc_data_dir
   kept = sorted(int(p.split("-")[-1].split(".")[0])
                 for p in glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
   assert kept[-1] == steps and len(kept) == 2
+
+
+@pytest.mark.slow
+def test_export_then_complete_a_line_from_the_saved_model(trained_model_dir, flcc_data_dir,
+                                                         tmp_path):
+  export_dir = str(tmp_path / "export")
+  _main(trained_model_dir, flcc_data_dir,
+        ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "export.gin"],
+        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
+                      f"utils.run.export_path = '{export_dir}'",
+                      "Unitransformer.sample_autoregressive.max_steps = 8"])
+  [saved_model] = glob.glob(os.path.join(export_dir, "[0-9]*"))
+  client = (
+      "import sys, tensorflow as tf, tensorflow_text\n"
+      "serve = tf.saved_model.load(sys.argv[1]).signatures['serving_default']\n"
+      "out = serve(inputs=tf.constant(['def f(x):\\n    return', 'import ']))['outputs']\n"
+      "print(len(out.numpy()), all(isinstance(o, bytes) for o in out.numpy()))\n")
+  proc = subprocess.run([PYTHON, "-c", client, saved_model], capture_output=True, text=True,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert proc.stdout.strip().splitlines()[-1] == "2 True"
