@@ -9,8 +9,6 @@ Data and vocabulary both come from the TFDS data dir (`--t5_tfds_data_dir`), whe
 `python -m code_t5.data` writes them.
 """
 
-import functools
-import os
 
 import gin
 import seqio

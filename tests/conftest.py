@@ -45,7 +45,7 @@ def synthetic_module(seed: int) -> bytes:
       f"        self.größe = {seed}",
       "",
       "    def describe(self):",
-      f"        return f\"{{self.name}} has size {{self.größe}}\"",
+      '        return f"{self.name} has size {self.größe}"',
   ]
   text = "\n".join(lines) + "\n"
   if seed % 5 == 0:

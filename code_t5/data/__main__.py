@@ -9,7 +9,6 @@ were never renamed into place.
 """
 
 import argparse
-import json
 import logging
 import os
 import sys
