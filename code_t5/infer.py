@@ -71,9 +71,9 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
       ids = preprocessors.left_truncate_at_line(
           vocab.encode_tf(prefix), inputs_length - 1, newline_id)
       ids = tf.concat([ids, [vocab.eos_id]], axis=0)
-      return {"inputs": tf.pad(ids, [[0, inputs_length - tf.size(ids)]])}
-    ds = ds.map(prepare).map(lambda ex: {"inputs": tf.reshape(ex["inputs"], [inputs_length])})
-    return ds.batch(batch_size, drop_remainder=True)
+      ids = tf.pad(ids, [[0, inputs_length - tf.size(ids)]])
+      return {"inputs": tf.reshape(ids, [inputs_length])}  # static shape for the estimator
+    return ds.map(prepare).batch(batch_size, drop_remainder=True)
 
   decodes = list(mtf_utils.decode(estimator, input_fn, vocabulary, checkpoint_path))
   completions = [preprocessors.cut_at_newline(

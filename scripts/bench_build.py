@@ -67,15 +67,14 @@ def main():
   (files, total), read_seconds = timed(lambda: plain_read(tree))
   rows = [("plain read", files, total, read_seconds)]
 
-  runs = [("build (in process)", builder.BuildOptions())]
+  runs = [("build (in process)", None)]
   if args.beam:
-    runs.append(("build (Beam DirectRunner)", builder.BuildOptions(beam=True)))
-  for name, options in runs:
-    data_dir = os.path.join(workdir, "tfds_" + ("beam" if options.beam else "plain"))
+    runs.append(("build (Beam DirectRunner)", "DirectRunner"))
+  for name, runner in runs:
+    data_dir = os.path.join(workdir, "tfds_" + (runner or "in_process"))
     shutil.rmtree(data_dir, ignore_errors=True)
-    report, seconds = timed(lambda: builder.build(
-        tree, data_dir, "python", options,
-        beam_runner="DirectRunner" if options.beam else None))
+    report, seconds = timed(lambda: builder.build(tree, data_dir, "python",
+                                                  beam_runner=runner))
     rows.append((name, report["files_processed"], total, seconds))
 
   print(f"\ntree: {files} files, {total / 1e6:.1f} MB (generated in {gen_seconds:.1f} s)")

@@ -57,14 +57,9 @@ def cmd_build(args) -> dict:
   options = builder.BuildOptions(
       ratios=args.ratios, holdout_prefixes=args.holdout_prefixes,
       filters=flcc.Filters(args.max_line_length, args.max_file_bytes),
-      beam=bool(args.beam_runner),
       archive=provenance.get("archive", ""), archive_sha256=provenance.get("sha256", ""))
-  beam_options = None
-  if args.beam_runner:
-    from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-    beam_options = PipelineOptions(args.beam_options.split())
   report = builder.build(args.flcc_dir, args.data_dir, args.language, options,
-                         beam_runner=args.beam_runner, beam_options=beam_options)
+                         beam_runner=args.beam_runner, beam_flags=args.beam_options.split())
   print(f"flcc/{args.language} in {args.data_dir}:")
   _print_report(report)
   print(f"report: {builder.report_path(args.data_dir, args.language)}")

@@ -14,7 +14,7 @@ import collections
 import dataclasses
 import json
 import os
-from typing import Tuple
+from typing import Optional, Sequence, Tuple
 
 import tensorflow_datasets as tfds
 from tqdm import tqdm
@@ -35,7 +35,7 @@ class BuildOptions:
   ratios: Tuple[float, float, float] = (0.9, 0.05, 0.05)
   holdout_prefixes: str = ""
   filters: flcc.Filters = flcc.Filters()
-  beam: bool = False
+  beam: bool = False  # set by build() from its beam_runner
   # Where the tree came from: an archive path or URL and its sha-256, when built from one.
   archive: str = ""
   archive_sha256: str = ""
@@ -75,11 +75,12 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
   def _split_generators(self, dl_manager: tfds.download.DownloadManager, pipeline):
     # TFDS hands every builder that takes `pipeline` a Beam pipeline; the in-process path
     # leaves it empty.
+    flcc_dir = os.fspath(dl_manager.manual_dir)
     if self.options.beam:
-      return self._beam_split_generators(os.fspath(dl_manager.manual_dir), pipeline)
+      return self._beam_split_generators(flcc_dir, pipeline)
     config, options = self.builder_config, self.options
     with tqdm(desc=f"scan {config.language}", unit=" files", mininterval=1) as progress:
-      plan = flcc.plan_build(os.fspath(dl_manager.manual_dir), config.language,
+      plan = flcc.plan_build(flcc_dir, config.language,
                              options.ratios, options.holdout_prefixes, options.filters,
                              progress)
     self._write_report(plan.report())
@@ -184,18 +185,23 @@ def _example(source: flcc.SourceFile, sha: str, language: str) -> dict:
 
 
 def build(flcc_dir: str, data_dir: str, language: str,
-          options: BuildOptions = BuildOptions(), beam_runner=None, beam_options=None) -> dict:
+          options: BuildOptions = BuildOptions(), beam_runner: Optional[str] = None,
+          beam_flags: Sequence[str] = ()) -> dict:
   """Builds `flcc/<language>` into `data_dir` and returns the report.
 
-  A dataset already built there is kept as it is (its report is returned).
+  With `beam_runner` (e.g. "DirectRunner") the build is a Beam pipeline on that runner,
+  configured by `beam_flags` (Beam's own command-line flags). A dataset already built in
+  `data_dir` is kept as it is (its report is returned).
   """
+  options = dataclasses.replace(options, beam=beam_runner is not None)
   builder = Flcc(config=language, data_dir=data_dir, options=options)
   if builder.is_prepared():
     with open(os.path.join(builder.data_dir, REPORT_FILE)) as f:
       return json.load(f)
-  if options.beam and beam_options is None:
+  beam_options = None
+  if options.beam:
     from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-    beam_options = PipelineOptions([])  # not sys.argv, which holds the caller's own flags
+    beam_options = PipelineOptions(list(beam_flags))  # never sys.argv: the caller's own flags
   builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
       manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options))
   return builder.flcc_report
