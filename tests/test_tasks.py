@@ -71,6 +71,24 @@ def test_full_line_inputs_are_cut_at_a_line_start(data_dir_override):
     assert at_line_start or "\n" not in inputs[:-1], inputs
 
 
+def test_full_line_examples_carry_the_text_mesh_tf_eval_compares(data_dir_override):
+  """mesh-tf's eval reads targets from "targets_pretokenized". A Task whose examples lack it
+  gets no targets: the metrics run on nothing and eval ends in "N padded outputs, 0
+  expected" (reproduced with such a Task; it is what the old setup hit)."""
+  task = seqio.get_mixture_or_task("flcc_python_full_line")
+  vocab = task.output_features["targets"].vocabulary
+  ds = task.get_dataset({"inputs": 64, "targets": 16}, split="validation", shuffle=False)
+  examples = list(ds.take(20).as_numpy_iterator())
+  assert examples
+  for ex in examples:
+    target = ex["targets_pretokenized"].decode("utf-8")
+    assert target and task.postprocess_fn(target, example=ex, is_target=True) == target
+    assert vocab.decode(ex["targets"][:-1].tolist()) == target[:len(
+        vocab.decode(ex["targets"][:-1].tolist()))]
+    assert ex["inputs_pretokenized"].decode("utf-8").endswith(
+        vocab.decode(ex["inputs"][:-1].tolist())[-20:])
+
+
 def test_validation_examples_are_deterministic(data_dir_override):
   lengths = {"inputs": 64, "targets": 16}
   first = _decoded("flcc_python_full_line", "validation", lengths)
