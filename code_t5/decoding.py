@@ -47,7 +47,8 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   decode_dim = mtf.Dimension("decode_length", max_steps)
   batch_dims = [batch_dim, beam_dim]
 
-  # Room after the prefix for the continuation, then one copy of the prefix per beam.
+  # Room after the prefix for the continuation, then one copy of the prefix per beam (the
+  # prefix pass costs beam_size times greedy's; the search steps dominate for long lines).
   sequence = mtf.pad(inputs, [0, max_steps], length_dim.name)
   sequence_dim = sequence.shape.dims[-1]
   sequence = mtf.broadcast(sequence, [batch_dim, beam_dim, sequence_dim])

@@ -7,6 +7,7 @@ how many of each, so tests assert exact counts.
 import os
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -93,6 +94,15 @@ def flcc_tree(tmp_path_factory):
   root = tmp_path_factory.mktemp("flcc")
   tree_writer.write_flcc_tree(str(root), fixture_repositories())
   return str(root)
+
+
+@pytest.fixture(scope="session")
+def fixture_archive(flcc_tree, tmp_path_factory):
+  """The fixture tree as a published archive would hold it: a .tar.gz with a top folder."""
+  path = str(tmp_path_factory.mktemp("archive") / "flcc-fixture.tar.gz")
+  with tarfile.open(path, "w:gz") as t:
+    t.add(os.path.join(flcc_tree, "v3"), arcname="dataset/v3")
+  return path
 
 
 def run_data_cli(*args, check=True):

@@ -96,6 +96,7 @@ def test_training_writes_checkpoints_config_and_loss(trained_model_dir):
     config = f.read()
   assert "model_type = 'delimited_lm'" in config
   assert "input_full_attention = True" in config
+  assert "loss_on_targets_only = True" in config
   assert "shared_embedding_and_softmax_weights = True" in config
   with open(os.path.join(trained_model_dir, "checkpoint")) as f:
     assert f.readline().strip() == f'model_checkpoint_path: "model.ckpt-{TRAIN_STEPS}"'

@@ -4,7 +4,6 @@ import hashlib
 import http.server
 import json
 import os
-import tarfile
 import threading
 
 import pytest
@@ -40,14 +39,6 @@ def test_beam_build_matches_the_in_process_build(flcc_tree, flcc_data_dir, tmp_p
   assert beam_options["beam"] and not plain_options["beam"]
   assert beam_report == plain_report
   assert _split_shas(beam_dir) == _split_shas(flcc_data_dir)
-
-
-@pytest.fixture(scope="module")
-def fixture_archive(flcc_tree, tmp_path_factory):
-  path = str(tmp_path_factory.mktemp("archive") / "flcc-fixture.tar.gz")
-  with tarfile.open(path, "w:gz") as t:
-    t.add(os.path.join(flcc_tree, "v3"), arcname="dataset/v3")
-  return path
 
 
 def test_build_from_a_local_archive_records_its_checksum(fixture_archive, flcc_data_dir,
