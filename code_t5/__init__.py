@@ -24,6 +24,10 @@ def gin_configs_dir() -> str:
 # `include 'dataset.gin'` means ours, with or without --gin_location_prefix.
 gin.add_config_file_search_path(gin_configs_dir())
 
+from code_t5 import errors  # noqa: E402
+
+errors.install_if_entry_point()
+
 from code_t5 import decoding  # noqa: E402,F401  (gin: code_t5.prefix_lm_beam_search)
 from code_t5 import infer  # noqa: E402,F401  (gin: infer, score and export hooks)
 from code_t5 import tasks  # noqa: E402,F401  (registers Tasks and Mixtures)

@@ -12,6 +12,8 @@ import editdistance
 
 
 def _pairs(targets: Sequence[str], predictions: Sequence[str]):
+  if not targets and not predictions:
+    raise ValueError("no examples to score: the eval split is empty")
   if len(targets) != len(predictions):
     raise ValueError(f"{len(targets)} targets but {len(predictions)} predictions")
   return [(t.rstrip(), p.rstrip()) for t, p in zip(targets, predictions)]

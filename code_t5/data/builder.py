@@ -198,10 +198,10 @@ def build(flcc_dir: str, data_dir: str, language: str,
   if builder.is_prepared():
     with open(os.path.join(builder.data_dir, REPORT_FILE)) as f:
       return json.load(f)
-  beam_options = None
-  if options.beam:
-    from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-    beam_options = PipelineOptions(list(beam_flags))  # never sys.argv: the caller's own flags
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+  # Given none, TFDS builds PipelineOptions() -- parsed from sys.argv, the caller's own flags,
+  # with a warning per flag -- even for an in-process build.
+  beam_options = PipelineOptions(list(beam_flags))
   builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
       manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options))
   return builder.flcc_report

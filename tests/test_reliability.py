@@ -1,0 +1,351 @@
+"""Bad input, interruption and determinism across data, training and eval.
+
+Bad input at an entry point must give one line naming the problem and exit 1, with no
+traceback unless asked; a kill -9 at any moment followed by the same command must give the
+same result as an uninterrupted run; the same inputs and seeds give the same data.
+Kill moments are drawn from a seeded generator, so a failure can be replayed.
+"""
+
+import glob
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import FIXTURE_RATIOS, PYTHON, REPO_ROOT, TINY_VOCAB_SIZE, run_data_cli
+from code_t5.data import tree_writer
+
+RATIOS = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
+TINY_MODEL = [
+    "d_model = 32", "num_layers = 1", "d_ff = 64", "num_heads = 2", "d_kv = 16",
+    "utils.run.sequence_length = {'inputs': 64, 'targets': 16}",
+    "utils.run.batch_size = ('sequences_per_batch', 4)",
+]
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def _mesh_main(model_dir, data_dir, gin_files=(), gin_params=(), env=ENV, flags=()):
+  cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
+         f"--t5_tfds_data_dir={data_dir}", "--module_import=code_t5",
+         "--gin_location_prefix=gin_configs/", "--gin_file=models/shared-prefix_lm.gin",
+         "--gin_file=mesh/cpu.gin", *flags]
+  cmd += [f"--gin_file={f}" for f in gin_files]
+  cmd += [f"--gin_param={p}" for p in TINY_MODEL + list(gin_params)]
+  return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, env=env)
+
+
+def _assert_one_line_error(proc, expected):
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  errors = [l for l in proc.stderr.splitlines() if l.startswith("code_t5: error: ")]
+  assert len(errors) == 1 and expected in errors[0], proc.stderr[-3000:]
+  assert "Traceback (most recent call last)" not in proc.stderr
+
+
+def _copy_dataset(data_dir, tmp_path, name):
+  """The built dataset of `data_dir` without its vocabulary."""
+  copy = tmp_path / name
+  shutil.copytree(os.path.join(data_dir, "flcc"), copy / "flcc")
+  return copy
+
+
+# --- bad input at mesh_transformer_main ----------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gin_param, expected", [
+    ("MIXTURE_NAME = 'flcc_nope'", "No Task or Mixture found with name 'flcc_nope'"),
+    ("run.trian_steps = 5", "doesn't have a parameter named 'trian_steps'"),
+    ("run.train_steps = 'many'", "in call to configurable 'run'"),
+])
+def test_unknown_task_and_wrong_gin_are_one_line(flcc_data_dir, tmp_path, gin_param,
+                                                 expected):
+  proc = _mesh_main(tmp_path / "model", flcc_data_dir,
+                    gin_params=["MIXTURE_NAME = 'flcc_python_full_line'",
+                                "run.train_steps = 2", gin_param])
+  _assert_one_line_error(proc, expected)
+  assert not glob.glob(str(tmp_path / "model" / "model.ckpt-*"))
+
+
+@pytest.mark.slow
+def test_the_traceback_is_there_when_asked(flcc_data_dir, tmp_path):
+  proc = _mesh_main(tmp_path / "model", flcc_data_dir,
+                    gin_params=["MIXTURE_NAME = 'flcc_nope'"],
+                    env=dict(ENV, CODE_T5_TRACEBACK="1"))
+  assert proc.returncode == 1
+  assert "Traceback (most recent call last)" in proc.stderr
+  assert "code_t5: error:" not in proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vocab_bytes", [None, b"not a sentencepiece model"])
+def test_missing_or_corrupt_vocabulary_is_one_line(flcc_data_dir, tmp_path, vocab_bytes):
+  data_dir = _copy_dataset(flcc_data_dir, tmp_path, "tfds")
+  vocab = data_dir / "flcc_vocab" / "python" / "spm.model"
+  if vocab_bytes is not None:
+    vocab.parent.mkdir(parents=True)
+    vocab.write_bytes(vocab_bytes)
+  proc = _mesh_main(tmp_path / "model", data_dir,
+                    gin_params=["MIXTURE_NAME = 'flcc_python_full_line'",
+                                "run.train_steps = 2"])
+  _assert_one_line_error(proc, str(vocab))
+
+
+@pytest.mark.slow
+def test_eval_on_an_empty_split_is_one_line(flcc_tree, flcc_data_dir, tmp_path):
+  data_dir = tmp_path / "tfds"
+  run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={data_dir}", "--ratios=1,0,0")
+  shutil.copytree(os.path.join(flcc_data_dir, "flcc_vocab"), data_dir / "flcc_vocab")
+  proc = _mesh_main(tmp_path / "model", data_dir, ["eval_full_line.gin"],
+                    ["MIXTURE_NAME = 'flcc_python_full_line'"])
+  _assert_one_line_error(proc, "Unknown split 'validation'")
+
+
+# --- bad input at the data CLI ------------------------------------------------------------
+
+def test_a_10_mb_line_and_a_symlink_loop_are_named_and_counted(tmp_path):
+  tree_writer.write_flcc_tree(str(tmp_path), {"a/b": {
+      "ok.py": b"x = 1\n", "huge.py": b"y = 2\n", "loop.py": b"z = 3\n"}})
+  huge = next(tmp_path.rglob("huge_*.py"))
+  huge.write_bytes(b"s = '" + b"a" * (10 << 20) + b"'\n")  # one 10 MB line
+  loop = next(tmp_path.rglob("loop_*.py"))
+  loop.unlink()
+  os.symlink(tmp_path / "elsewhere", loop)  # elsewhere -> loop -> elsewhere
+  os.symlink(loop, tmp_path / "elsewhere")
+  proc = run_data_cli("build", f"--flcc_dir={tmp_path}", f"--data_dir={tmp_path}/tfds",
+                      "--ratios=1,0,0")
+  warnings = [l for l in proc.stderr.splitlines() if ": WARNING: " in l]
+  assert len(warnings) == 1 and f"{loop}: unreadable" in warnings[0], proc.stderr
+  assert "files_skipped: too large   1" in proc.stdout
+  assert "files_skipped: unreadable  1" in proc.stdout
+  assert "train                      files=1 " in proc.stdout
+  assert "Unparseable argument" not in proc.stderr  # Beam left sys.argv alone
+
+
+def test_a_failed_build_leaves_the_finished_dataset_alone(flcc_data_dir, tmp_path):
+  data_dir = _copy_dataset(flcc_data_dir, tmp_path, "tfds")
+  before = _dataset_fingerprint(data_dir)
+  tree_writer.write_flcc_tree(str(tmp_path / "bad"), {"a/b": {"x.py": b"x = 1\n"}})
+  meta = next((tmp_path / "bad" / "v3" / "repositories" / "a" / "b").iterdir())
+  (meta / "files.json").write_text("[1, 2]")
+  proc = run_data_cli("build", f"--flcc_dir={tmp_path / 'bad'}", f"--data_dir={data_dir}",
+                      check=False)
+  assert proc.returncode == 1 and "files.json: expected an object" in proc.stderr
+  assert _dataset_fingerprint(data_dir) == before
+
+
+# --- interruption ---------------------------------------------------------------------------
+
+def _dataset_fingerprint(data_dir):
+  """The report and every split's (sha, content) stream, in read order."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  version_dir = os.path.join(data_dir, "flcc", "python", "1.0.0")
+  with open(os.path.join(version_dir, "flcc_report.json")) as f:
+    report = json.load(f)
+  streams = {}
+  for split in ("train", "validation", "test"):
+    ds = tfds.load("flcc/python:1.0.0", split=split, data_dir=str(data_dir),
+                   shuffle_files=False)
+    streams[split] = [(e["sha"], hashlib.sha256(e["content"]).hexdigest())
+                      for e in tfds.as_numpy(ds)]
+  return report, streams
+
+
+def _kill_at(cmd, seconds, watch_glob):
+  """Starts `cmd`, kill -9s it after `seconds`; True when it had written to `watch_glob`."""
+  proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=ENV, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+  deadline = time.time() + seconds
+  while time.time() < deadline and proc.poll() is None:
+    time.sleep(0.05)
+  finished = proc.poll() is not None
+  partial = bool(glob.glob(watch_glob, recursive=True))
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  return finished, partial
+
+
+def _timed(cmd):
+  start = time.time()
+  subprocess.run(cmd, cwd=REPO_ROOT, env=ENV, check=True, capture_output=True)
+  return time.time() - start
+
+
+@pytest.mark.slow
+def test_killed_build_then_rerun_equals_an_uninterrupted_build(flcc_tree, tmp_path):
+  def build(data_dir):
+    return [PYTHON, "-m", "code_t5.data", "build", f"--flcc_dir={flcc_tree}",
+            f"--data_dir={data_dir}", RATIOS]
+  duration = _timed(build(tmp_path / "reference"))
+  reference = _dataset_fingerprint(tmp_path / "reference")
+  rng = random.Random(8)
+  for trial in range(4):
+    data_dir = tmp_path / f"killed{trial}"
+    moment = rng.uniform(0.5, 1.0) * duration
+    finished, partial = _kill_at(build(data_dir), moment, f"{data_dir}/**/*.tfrecord*")
+    print(f"build killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
+          f"partial output={partial}")
+    if os.path.exists(data_dir / "flcc" / "python" / "1.0.0" / "dataset_info.json"):
+      # What TFDS takes as finished (the rename is its last step) is whole.
+      assert _dataset_fingerprint(data_dir) == reference
+    subprocess.run(build(data_dir), cwd=REPO_ROOT, env=ENV, check=True, capture_output=True)
+    assert _dataset_fingerprint(data_dir) == reference
+
+
+@pytest.mark.slow
+def test_killed_vocab_then_rerun_equals_an_uninterrupted_vocab(flcc_data_dir, tmp_path):
+  def vocab(data_dir):
+    return [PYTHON, "-m", "code_t5.data", "vocab", f"--data_dir={data_dir}",
+            f"--vocab_size={TINY_VOCAB_SIZE}"]
+  with open(os.path.join(flcc_data_dir, "flcc_vocab", "python", "spm.model"), "rb") as f:
+    reference = f.read()
+  duration = _timed(vocab(_copy_dataset(flcc_data_dir, tmp_path, "timing")))
+  rng = random.Random(9)
+  for trial in range(3):
+    data_dir = _copy_dataset(flcc_data_dir, tmp_path, f"killed{trial}")
+    moment = rng.uniform(0.5, 1.0) * duration
+    finished, partial = _kill_at(vocab(data_dir), moment, f"{data_dir}/flcc_vocab/**")
+    print(f"vocab killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
+          f"partial output={partial}")
+    model = data_dir / "flcc_vocab" / "python" / "spm.model"
+    if model.exists():  # renamed into place last: what is there is whole
+      assert model.read_bytes() == reference
+    subprocess.run(vocab(data_dir), cwd=REPO_ROOT, env=ENV, check=True, capture_output=True)
+    assert model.read_bytes() == reference
+
+
+def _cache_cmd(data_dir, cache_dir):
+  return [PYTHON, "-m", "seqio.scripts.cache_tasks_main", "--module_import=code_t5",
+          "--tasks=flcc_python_full_line", f"--output_cache_dir={cache_dir}",
+          f"--tfds_data_dir={data_dir}", "--pipeline_options=--runner=DirectRunner"]
+
+
+def _cached_records(cache_dir):
+  records = []
+  # The shards seqio reads; a killed run also leaves Beam's beam-temp-* behind, unread.
+  for path in sorted(glob.glob(f"{cache_dir}/flcc_python_full_line/*.tfrecord-*-of-*")):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    split = os.path.basename(path).split(".")[0]
+    records += [(split, r.numpy()) for r in tf.data.TFRecordDataset(path)]
+  return sorted(records)
+
+
+@pytest.mark.slow
+def test_killed_caching_is_not_used_and_rerun_completes_it(flcc_data_dir, tmp_path):
+  duration = _timed(_cache_cmd(flcc_data_dir, tmp_path / "reference"))
+  reference = _cached_records(tmp_path / "reference")
+  assert reference
+  rng = random.Random(10)
+  for trial in range(2):
+    cache_dir = tmp_path / f"killed{trial}"
+    moment = rng.uniform(0.5, 0.95) * duration
+    finished, partial = _kill_at(_cache_cmd(flcc_data_dir, cache_dir), moment,
+                                 f"{cache_dir}/**/*.tfrecord*")
+    print(f"caching killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
+          f"partial output={partial}")
+    if (cache_dir / "flcc_python_full_line" / "COMPLETED").exists():
+      assert _cached_records(cache_dir) == reference
+    else:
+      # Training from that cache refuses it rather than training on part of the data.
+      proc = _mesh_main(tmp_path / f"model{trial}", flcc_data_dir, gin_params=[
+          "MIXTURE_NAME = 'flcc_python_full_line'", "run.train_steps = 2",
+          "mesh_train_dataset_fn.use_cached = True"],
+          flags=[f"--additional_task_cache_dirs={cache_dir}"])
+      _assert_one_line_error(proc, "does not exist in any")
+    subprocess.run(_cache_cmd(flcc_data_dir, cache_dir), cwd=REPO_ROOT, env=ENV, check=True,
+                   capture_output=True)
+    assert (cache_dir / "flcc_python_full_line" / "COMPLETED").exists()
+    assert _cached_records(cache_dir) == reference
+
+
+def _checkpoint_steps(model_dir):
+  return sorted(int(p.rsplit("-", 1)[1].split(".")[0])
+                for p in glob.glob(f"{model_dir}/model.ckpt-*.index"))
+
+
+@pytest.mark.slow
+def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  steps = 40
+
+  def train(model_dir):
+    return [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
+            f"--t5_tfds_data_dir={flcc_data_dir}", "--module_import=code_t5",
+            "--gin_location_prefix=gin_configs/", "--gin_file=models/shared-prefix_lm.gin",
+            "--gin_file=mesh/cpu.gin"] + [f"--gin_param={p}" for p in TINY_MODEL + [
+                "MIXTURE_NAME = 'flcc_python_full_line'", f"run.train_steps = {steps}",
+                "utils.run.save_checkpoints_steps = 5", "utils.run.iterations_per_loop = 5"]]
+  duration = _timed(train(tmp_path / "timing"))
+  rng = random.Random(11)
+  for trial in range(2):
+    model_dir = tmp_path / f"killed{trial}"
+    moment = rng.uniform(0.4, 0.95) * duration
+    finished, partial = _kill_at(train(model_dir), moment, f"{model_dir}/model.ckpt-*.index")
+    saved = _checkpoint_steps(model_dir)
+    print(f"training killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
+          f"checkpoints={saved}")
+    proc = subprocess.run(train(model_dir), cwd=REPO_ROOT, env=ENV, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if saved:
+      assert f"model.ckpt-{saved[-1]}" in proc.stderr.split("Restoring parameters from")[1][:300]
+    final = tf.train.latest_checkpoint(str(model_dir))
+    assert final.endswith(f"model.ckpt-{steps}")
+    assert tf.train.load_variable(final, "global_step") == steps
+
+
+# --- determinism ----------------------------------------------------------------------------
+
+BATCHES_SCRIPT = """
+import hashlib, sys
+import seqio, code_t5
+from t5.models import mesh_transformer
+seqio.set_tfds_data_dir_override(sys.argv[1])
+ds = mesh_transformer.mesh_train_dataset_fn(
+    "flcc_python", {"inputs": 64, "targets": 16}, seed=int(sys.argv[2]))
+digest = hashlib.sha256()
+for row in ds.take(40).as_numpy_iterator():
+  for key in sorted(row):
+    digest.update(key.encode() + row[key].tobytes())
+print(digest.hexdigest())
+"""
+
+
+def _batches_digest(data_dir, seed):
+  proc = subprocess.run([PYTHON, "-c", BATCHES_SCRIPT, str(data_dir), str(seed)],
+                        cwd=REPO_ROOT, env=ENV, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc.stdout.split()[-1]
+
+
+@pytest.mark.slow
+def test_the_same_seed_gives_the_same_training_rows(flcc_data_dir):
+  first, again, other = (_batches_digest(flcc_data_dir, s) for s in (7, 7, 8))
+  assert first == again
+  assert first != other
+
+
+def test_two_builds_give_the_same_validation_and_test_examples(flcc_tree, flcc_data_dir,
+                                                               tmp_path):
+  import seqio  # pylint: disable=g-import-not-at-top
+  import code_t5  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  second = tmp_path / "tfds"
+  run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={second}", RATIOS)
+  shutil.copytree(os.path.join(flcc_data_dir, "flcc_vocab"), second / "flcc_vocab")
+  assert _dataset_fingerprint(second) == _dataset_fingerprint(flcc_data_dir)
+
+  def examples(data_dir, split):
+    seqio.set_tfds_data_dir_override(str(data_dir))
+    task = seqio.get_mixture_or_task("flcc_python_full_line")
+    ds = task.get_dataset({"inputs": 64, "targets": 16}, split=split, shuffle=False)
+    return [(e["inputs"].tolist(), e["targets"].tolist()) for e in ds.as_numpy_iterator()]
+  try:
+    for split in ("validation", "test"):
+      first = examples(flcc_data_dir, split)
+      assert first and examples(second, split) == first
+  finally:
+    seqio.set_tfds_data_dir_override(None)
