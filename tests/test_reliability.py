@@ -126,16 +126,23 @@ def test_a_10_mb_line_and_a_symlink_loop_are_named_and_counted(tmp_path):
   assert "Unparseable argument" not in proc.stderr  # Beam left sys.argv alone
 
 
-def test_a_failed_build_leaves_the_finished_dataset_alone(flcc_data_dir, tmp_path):
+def test_a_failed_build_leaves_what_is_built_alone(flcc_data_dir, tmp_path):
+  """A build that fails (here: another language, malformed) touches nothing finished."""
   data_dir = _copy_dataset(flcc_data_dir, tmp_path, "tfds")
+  shutil.copytree(os.path.join(flcc_data_dir, "flcc_vocab"), data_dir / "flcc_vocab")
   before = _dataset_fingerprint(data_dir)
-  tree_writer.write_flcc_tree(str(tmp_path / "bad"), {"a/b": {"x.py": b"x = 1\n"}})
+  vocab = (data_dir / "flcc_vocab" / "python" / "spm.model").read_bytes()
+  tree_writer.write_flcc_tree(str(tmp_path / "bad"), {"a/b": {"X.java": b"class X {}\n"}},
+                              language="java")
   meta = next((tmp_path / "bad" / "v3" / "repositories" / "a" / "b").iterdir())
   (meta / "files.json").write_text("[1, 2]")
   proc = run_data_cli("build", f"--flcc_dir={tmp_path / 'bad'}", f"--data_dir={data_dir}",
-                      check=False)
+                      "--language=java", check=False)
   assert proc.returncode == 1 and "files.json: expected an object" in proc.stderr
+  assert not (data_dir / "flcc" / "java").exists() or not list(
+      (data_dir / "flcc" / "java").glob("*/dataset_info.json"))
   assert _dataset_fingerprint(data_dir) == before
+  assert (data_dir / "flcc_vocab" / "python" / "spm.model").read_bytes() == vocab
 
 
 # --- interruption ---------------------------------------------------------------------------
