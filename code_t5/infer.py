@@ -76,11 +76,6 @@ def encode_with_eos(vocab, text, length, keep_end, newline_id):
   return tf.reshape(ids, [length])  # static shape for the estimator
 
 
-def _newline_id(vocab):
-  [newline_id] = vocab.encode(preprocessors.NEWLINE)
-  return newline_id
-
-
 @gin.configurable(module="code_t5")
 def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequence_length,
                              checkpoint_path=None, input_filename=gin.REQUIRED,
@@ -89,7 +84,7 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
   del model_type
   prefixes = [prefix for prefix, in read_records(input_filename)]
   vocab = mtf_utils.inputs_vocabulary(vocabulary)
-  newline_id = _newline_id(vocab)
+  newline_id = preprocessors.newline_id(vocab)
   # Pad the list to whole batches; the extra decodes are dropped below.
   padded = prefixes + [""] * (-len(prefixes) % batch_size)
 
@@ -114,16 +109,17 @@ def completions_dataset_fn(sequence_length, vocabulary, dataset_split,
   """score_dataset_fn: the pairs {"prefix", "completion"} of a JSON lines file."""
   del dataset_split
   pairs = read_records(input_filename, ("prefix", "completion"))
-  vocab = mtf_utils.inputs_vocabulary(vocabulary)
-  newline_id = _newline_id(vocab)
+  inputs_vocab = mtf_utils.inputs_vocabulary(vocabulary)
+  targets_vocab = mtf_utils.targets_vocabulary(vocabulary)
+  newline_id = preprocessors.newline_id(inputs_vocab)
 
   def dataset_fn(sequence_length=sequence_length):
     ds = tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs))))
     return ds.map(lambda prefix, completion: {
-        "inputs": encode_with_eos(vocab, prefix, sequence_length["inputs"], True,
+        "inputs": encode_with_eos(inputs_vocab, prefix, sequence_length["inputs"], True,
                                   newline_id),
-        "targets": encode_with_eos(vocab, completion, sequence_length["targets"], False,
-                                   newline_id)})
+        "targets": encode_with_eos(targets_vocab, completion, sequence_length["targets"],
+                                   False, newline_id)})
   return [transformer_dataset.EvalDataset(os.path.basename(input_filename), dataset_fn,
                                           None, [])]
 
@@ -162,7 +158,8 @@ class ServingVocabulary(tasks.FlccVocabulary):
   def _encode_tf(self, s):
     inputs_length = gin.query_parameter("utils.run.sequence_length")["inputs"]
     ids = super()._encode_tf(s)
-    return preprocessors.left_truncate_at_line(ids, inputs_length - 1, _newline_id(self))
+    return preprocessors.left_truncate_at_line(ids, inputs_length - 1,
+                                               preprocessors.newline_id(self))
 
 
 @gin.configurable(module="code_t5")

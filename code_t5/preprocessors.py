@@ -85,6 +85,14 @@ def left_truncate_at_line(tokens, max_length, newline_id):
   return tokens[excess + offset:]
 
 
+def newline_id(vocabulary, newline=NEWLINE):
+  """The one token `vocabulary` encodes `newline` as: what `left_truncate_at_line` cuts at."""
+  ids = vocabulary.encode(newline)
+  if len(ids) != 1:
+    raise ValueError(f"the vocabulary must encode {newline!r} as one token, got {ids}")
+  return ids[0]
+
+
 def truncate_inputs_at_line(dataset, sequence_length, output_features,
                             newline=NEWLINE):
   """Cuts "inputs" on the left, at a line boundary, to fit `sequence_length["inputs"]`.
@@ -92,17 +100,13 @@ def truncate_inputs_at_line(dataset, sequence_length, output_features,
   Keeps room for the EOS that `append_eos_after_trim` adds. Must follow tokenization.
   """
   feature = output_features["inputs"]
-  newline_ids = feature.vocabulary.encode(newline)
-  if len(newline_ids) != 1:
-    raise ValueError(
-        f"the vocabulary must encode {newline!r} as one token, got {newline_ids}")
+  line_break = newline_id(feature.vocabulary, newline)
   max_length = sequence_length["inputs"] - int(feature.add_eos)
 
   @seqio.map_over_dataset
   def truncate(example):
     example = dict(example)
-    example["inputs"] = left_truncate_at_line(example["inputs"], max_length,
-                                              newline_ids[0])
+    example["inputs"] = left_truncate_at_line(example["inputs"], max_length, line_break)
     return example
   return truncate(dataset)
 

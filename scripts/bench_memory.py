@@ -14,6 +14,7 @@ Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes 
 import argparse
 import glob
 import json
+import math
 import os
 import re
 import resource
@@ -54,19 +55,12 @@ def train(size, data_dir, steps):
   peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   ckpt = tf.train.latest_checkpoint(model_dir)
-  params = sum(_numel(shape) for name, shape in tf.train.list_variables(ckpt)
+  params = sum(math.prod(shape) for name, shape in tf.train.list_variables(ckpt)
                if not re.search(r"(_slot_|global_step)", name))
   ckpt_bytes = sum(os.path.getsize(p) for p in glob.glob(ckpt + ".*"))
   return {"size": size, "parameters": params, "peak_rss_gb": peak_kb / 2**20,
           "checkpoint_gb": ckpt_bytes / 2**30,
           "wall_s": wall, "steps": steps}
-
-
-def _numel(shape):
-  n = 1
-  for d in shape:
-    n *= d
-  return n
 
 
 def main():

@@ -105,6 +105,38 @@ def fixture_archive(flcc_tree, tmp_path_factory):
   return path
 
 
+# gin params that shrink any model config to seconds per run on the fixture.
+TINY_MODEL = [
+    "d_model = 32", "num_layers = 1", "d_ff = 64", "num_heads = 2", "d_kv = 16",
+    "utils.run.sequence_length = {'inputs': 64, 'targets': 16}",
+    "utils.run.batch_size = ('sequences_per_batch', 4)",
+    "utils.run.save_checkpoints_steps = 3",
+    "utils.run.iterations_per_loop = 3",
+]
+QUIET_TF = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags=()):
+  """t5's mesh_transformer_main with code_t5, as a user types it."""
+  cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
+         f"--t5_tfds_data_dir={data_dir}", "--module_import=code_t5",
+         "--gin_location_prefix=gin_configs/", *flags]
+  cmd += [f"--gin_file={f}" for f in gin_files]
+  return cmd + [f"--gin_param={p}" for p in gin_params]
+
+
+def run_mesh_main(model_dir, data_dir, gin_files, gin_params, flags=(), env=None):
+  return subprocess.run(mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags),
+                        cwd=REPO_ROOT, capture_output=True, text=True, env=env or QUIET_TF)
+
+
+def cache_tasks_command(data_dir, cache_dir, task="flcc_python_full_line"):
+  """seqio's Beam caching job on DirectRunner, for one Task."""
+  return [PYTHON, "-m", "seqio.scripts.cache_tasks_main", "--module_import=code_t5",
+          f"--tasks={task}", f"--output_cache_dir={cache_dir}", f"--tfds_data_dir={data_dir}",
+          "--pipeline_options=--runner=DirectRunner"]
+
+
 def run_data_cli(*args, check=True):
   """Runs `python -m code_t5.data` in a fresh process, as a user would."""
   proc = subprocess.run([PYTHON, "-m", "code_t5.data", *args], cwd=REPO_ROOT,

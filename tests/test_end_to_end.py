@@ -11,15 +11,9 @@ import subprocess
 import pytest
 
 from code_t5 import summaries
-from conftest import PYTHON, REPO_ROOT
+from conftest import (PYTHON, QUIET_TF, REPO_ROOT, TINY_MODEL, cache_tasks_command,
+                      run_mesh_main)
 
-TINY_MODEL = [
-    "d_model = 32", "num_layers = 1", "d_ff = 64", "num_heads = 2", "d_kv = 16",
-    "utils.run.sequence_length = {'inputs': 64, 'targets': 16}",
-    "utils.run.batch_size = ('sequences_per_batch', 4)",
-    "utils.run.save_checkpoints_steps = 3",
-    "utils.run.iterations_per_loop = 3",
-]
 TRAIN_STEPS = 30
 # Not a multiple of the batch of 4: the last eval batch is padded (mesh-tf's
 # "N padded outputs, M expected" check runs on it).
@@ -34,13 +28,7 @@ PREFIXES = [TAIL, LONG_LINE + TAIL, "class A:\n\tdef __init__(self):\n\t\tself."
 
 
 def _main(model_dir, data_dir, gin_files, gin_params, extra_flags=()):
-  cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
-         f"--t5_tfds_data_dir={data_dir}", "--module_import=code_t5",
-         "--gin_location_prefix=gin_configs/", *extra_flags]
-  cmd += [f"--gin_file={f}" for f in gin_files]
-  cmd += [f"--gin_param={p}" for p in gin_params]
-  proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  proc = run_mesh_main(model_dir, data_dir, gin_files, gin_params, extra_flags)
   assert proc.returncode == 0, proc.stderr[-4000:]
   return proc
 
@@ -139,12 +127,8 @@ def test_bitransformer_trains_on_the_same_task(flcc_data_dir, tmp_path):
 @pytest.mark.slow
 def test_seqio_cache_tasks_then_train_from_the_cache(flcc_data_dir, tmp_path):
   cache_dir = str(tmp_path / "cache")
-  proc = subprocess.run(
-      [PYTHON, "-m", "seqio.scripts.cache_tasks_main", "--module_import=code_t5",
-       "--tasks=flcc_python_full_line", f"--output_cache_dir={cache_dir}",
-       f"--tfds_data_dir={flcc_data_dir}", "--pipeline_options=--runner=DirectRunner"],
-      cwd=REPO_ROOT, capture_output=True, text=True,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  proc = subprocess.run(cache_tasks_command(flcc_data_dir, cache_dir), cwd=REPO_ROOT,
+                        capture_output=True, text=True, env=QUIET_TF)
   assert proc.returncode == 0, proc.stderr[-4000:]
   task_cache = os.path.join(cache_dir, "flcc_python_full_line")
   assert os.path.exists(os.path.join(task_cache, "COMPLETED"))
@@ -237,41 +221,6 @@ def test_finetune_loads_weights_and_restarts_the_step(trained_model_dir, flcc_da
   before = tf.train.load_variable(pretrained, "transformer/embedding")
   after = tf.train.load_variable(finetuned, "transformer/embedding")
   assert np.linalg.norm(after - before) < 0.2 * np.linalg.norm(before)
-
-
-@pytest.mark.slow
-def test_killed_training_resumes_and_keeps_only_recent_checkpoints(flcc_data_dir, tmp_path):
-  """kill -9 mid-run, relaunch the same command: it continues from its last checkpoint."""
-  import signal  # pylint: disable=g-import-not-at-top
-  import time  # pylint: disable=g-import-not-at-top
-  model_dir = str(tmp_path / "model")
-  steps = 60
-  cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
-         f"--t5_tfds_data_dir={flcc_data_dir}", "--module_import=code_t5",
-         "--gin_location_prefix=gin_configs/", "--gin_file=models/shared-prefix_lm.gin",
-         "--gin_file=mesh/cpu.gin"] + [f"--gin_param={p}" for p in TINY_MODEL + [
-             "MIXTURE_NAME = 'flcc_python_full_line'", f"run.train_steps = {steps}",
-             "run.keep_checkpoint_max = 2"]]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  first = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-  deadline = time.time() + 300
-  while not glob.glob(os.path.join(model_dir, "model.ckpt-[1-9]*.index")):
-    assert first.poll() is None and time.time() < deadline, "no checkpoint before the kill"
-    time.sleep(0.2)
-  first.send_signal(signal.SIGKILL)
-  first.wait()
-  steps_at_kill = sorted(int(p.split("-")[-1].split(".")[0])
-                         for p in glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
-  assert steps_at_kill[-1] < steps
-
-  proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  restored = f"Restoring parameters from {model_dir}/model.ckpt-{steps_at_kill[-1]}"
-  assert restored in proc.stderr  # continued, not started over
-  kept = sorted(int(p.split("-")[-1].split(".")[0])
-                for p in glob.glob(os.path.join(model_dir, "model.ckpt-*.index")))
-  assert kept[-1] == steps and len(kept) == 2
 
 
 @pytest.mark.slow

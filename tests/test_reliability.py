@@ -18,26 +18,18 @@ import time
 
 import pytest
 
-from conftest import FIXTURE_RATIOS, PYTHON, REPO_ROOT, TINY_VOCAB_SIZE, run_data_cli
+from conftest import (FIXTURE_RATIOS, PYTHON, QUIET_TF, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE,
+                      cache_tasks_command, mesh_main_command, run_data_cli, run_mesh_main)
 from code_t5.data import tree_writer
 
 RATIOS = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
-TINY_MODEL = [
-    "d_model = 32", "num_layers = 1", "d_ff = 64", "num_heads = 2", "d_kv = 16",
-    "utils.run.sequence_length = {'inputs': 64, 'targets': 16}",
-    "utils.run.batch_size = ('sequences_per_batch', 4)",
-]
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+BASE_GIN = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
 
 
-def _mesh_main(model_dir, data_dir, gin_files=(), gin_params=(), env=ENV, flags=()):
-  cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
-         f"--t5_tfds_data_dir={data_dir}", "--module_import=code_t5",
-         "--gin_location_prefix=gin_configs/", "--gin_file=models/shared-prefix_lm.gin",
-         "--gin_file=mesh/cpu.gin", *flags]
-  cmd += [f"--gin_file={f}" for f in gin_files]
-  cmd += [f"--gin_param={p}" for p in TINY_MODEL + list(gin_params)]
-  return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, env=env)
+def _mesh_main(model_dir, data_dir, gin_files=(), gin_params=(), env=QUIET_TF, flags=()):
+  """The tiny prefix LM on the CPU mesh, plus `gin_files` and `gin_params`."""
+  return run_mesh_main(model_dir, data_dir, BASE_GIN + list(gin_files),
+                       TINY_MODEL + list(gin_params), flags, env)
 
 
 def _assert_one_line_error(proc, expected):
@@ -75,7 +67,7 @@ def test_unknown_task_and_wrong_gin_are_one_line(flcc_data_dir, tmp_path, gin_pa
 def test_the_traceback_is_there_when_asked(flcc_data_dir, tmp_path):
   proc = _mesh_main(tmp_path / "model", flcc_data_dir,
                     gin_params=["MIXTURE_NAME = 'flcc_nope'"],
-                    env=dict(ENV, CODE_T5_TRACEBACK="1"))
+                    env=dict(QUIET_TF, CODE_T5_TRACEBACK="1"))
   assert proc.returncode == 1
   assert "Traceback (most recent call last)" in proc.stderr
   assert "code_t5: error:" not in proc.stderr
@@ -164,7 +156,7 @@ def _dataset_fingerprint(data_dir):
 
 def _kill_at(cmd, seconds, watch_glob):
   """Starts `cmd`, kill -9s it after `seconds`; True when it had written to `watch_glob`."""
-  proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=ENV, stdout=subprocess.DEVNULL,
+  proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=QUIET_TF, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
   deadline = time.time() + seconds
   while time.time() < deadline and proc.poll() is None:
@@ -178,7 +170,7 @@ def _kill_at(cmd, seconds, watch_glob):
 
 def _timed(cmd):
   start = time.time()
-  subprocess.run(cmd, cwd=REPO_ROOT, env=ENV, check=True, capture_output=True)
+  subprocess.run(cmd, cwd=REPO_ROOT, env=QUIET_TF, check=True, capture_output=True)
   return time.time() - start
 
 
@@ -199,7 +191,7 @@ def test_killed_build_then_rerun_equals_an_uninterrupted_build(flcc_tree, tmp_pa
     if os.path.exists(data_dir / "flcc" / "python" / "1.0.0" / "dataset_info.json"):
       # What TFDS takes as finished (the rename is its last step) is whole.
       assert _dataset_fingerprint(data_dir) == reference
-    subprocess.run(build(data_dir), cwd=REPO_ROOT, env=ENV, check=True, capture_output=True)
+    subprocess.run(build(data_dir), cwd=REPO_ROOT, env=QUIET_TF, check=True, capture_output=True)
     assert _dataset_fingerprint(data_dir) == reference
 
 
@@ -221,14 +213,8 @@ def test_killed_vocab_then_rerun_equals_an_uninterrupted_vocab(flcc_data_dir, tm
     model = data_dir / "flcc_vocab" / "python" / "spm.model"
     if model.exists():  # renamed into place last: what is there is whole
       assert model.read_bytes() == reference
-    subprocess.run(vocab(data_dir), cwd=REPO_ROOT, env=ENV, check=True, capture_output=True)
+    subprocess.run(vocab(data_dir), cwd=REPO_ROOT, env=QUIET_TF, check=True, capture_output=True)
     assert model.read_bytes() == reference
-
-
-def _cache_cmd(data_dir, cache_dir):
-  return [PYTHON, "-m", "seqio.scripts.cache_tasks_main", "--module_import=code_t5",
-          "--tasks=flcc_python_full_line", f"--output_cache_dir={cache_dir}",
-          f"--tfds_data_dir={data_dir}", "--pipeline_options=--runner=DirectRunner"]
 
 
 def _cached_records(cache_dir):
@@ -243,14 +229,14 @@ def _cached_records(cache_dir):
 
 @pytest.mark.slow
 def test_killed_caching_is_not_used_and_rerun_completes_it(flcc_data_dir, tmp_path):
-  duration = _timed(_cache_cmd(flcc_data_dir, tmp_path / "reference"))
+  duration = _timed(cache_tasks_command(flcc_data_dir, tmp_path / "reference"))
   reference = _cached_records(tmp_path / "reference")
   assert reference
   rng = random.Random(10)
   for trial in range(2):
     cache_dir = tmp_path / f"killed{trial}"
     moment = rng.uniform(0.5, 0.95) * duration
-    finished, partial = _kill_at(_cache_cmd(flcc_data_dir, cache_dir), moment,
+    finished, partial = _kill_at(cache_tasks_command(flcc_data_dir, cache_dir), moment,
                                  f"{cache_dir}/**/*.tfrecord*")
     print(f"caching killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
           f"partial output={partial}")
@@ -263,8 +249,8 @@ def test_killed_caching_is_not_used_and_rerun_completes_it(flcc_data_dir, tmp_pa
           "mesh_train_dataset_fn.use_cached = True"],
           flags=[f"--additional_task_cache_dirs={cache_dir}"])
       _assert_one_line_error(proc, "does not exist in any")
-    subprocess.run(_cache_cmd(flcc_data_dir, cache_dir), cwd=REPO_ROOT, env=ENV, check=True,
-                   capture_output=True)
+    subprocess.run(cache_tasks_command(flcc_data_dir, cache_dir), cwd=REPO_ROOT, env=QUIET_TF,
+                   check=True, capture_output=True)
     assert (cache_dir / "flcc_python_full_line" / "COMPLETED").exists()
     assert _cached_records(cache_dir) == reference
 
@@ -276,18 +262,19 @@ def _checkpoint_steps(model_dir):
 
 @pytest.mark.slow
 def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_path):
+  """kill -9, the same command again: it restores its last checkpoint, ends at the asked
+  step, and `run.keep_checkpoint_max` still holds."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   steps = 40
 
   def train(model_dir):
-    return [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
-            f"--t5_tfds_data_dir={flcc_data_dir}", "--module_import=code_t5",
-            "--gin_location_prefix=gin_configs/", "--gin_file=models/shared-prefix_lm.gin",
-            "--gin_file=mesh/cpu.gin"] + [f"--gin_param={p}" for p in TINY_MODEL + [
-                "MIXTURE_NAME = 'flcc_python_full_line'", f"run.train_steps = {steps}",
-                "utils.run.save_checkpoints_steps = 5", "utils.run.iterations_per_loop = 5"]]
+    return mesh_main_command(model_dir, flcc_data_dir, BASE_GIN, TINY_MODEL + [
+        "MIXTURE_NAME = 'flcc_python_full_line'", f"run.train_steps = {steps}",
+        "utils.run.save_checkpoints_steps = 5", "utils.run.iterations_per_loop = 5",
+        "run.keep_checkpoint_max = 2"])
   duration = _timed(train(tmp_path / "timing"))
   rng = random.Random(11)
+  resumed_mid_run = 0
   for trial in range(2):
     model_dir = tmp_path / f"killed{trial}"
     moment = rng.uniform(0.4, 0.95) * duration
@@ -295,14 +282,18 @@ def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_p
     saved = _checkpoint_steps(model_dir)
     print(f"training killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
           f"checkpoints={saved}")
-    proc = subprocess.run(train(model_dir), cwd=REPO_ROOT, env=ENV, capture_output=True,
+    proc = subprocess.run(train(model_dir), cwd=REPO_ROOT, env=QUIET_TF, capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     if saved:
-      assert f"model.ckpt-{saved[-1]}" in proc.stderr.split("Restoring parameters from")[1][:300]
+      restored = f"Restoring parameters from {model_dir}/model.ckpt-{saved[-1]}"
+      assert restored in proc.stderr  # continued, not started over
+      resumed_mid_run += 0 < saved[-1] < steps
+    kept = _checkpoint_steps(model_dir)
+    assert kept[-1] == steps and len(kept) == 2
     final = tf.train.latest_checkpoint(str(model_dir))
-    assert final.endswith(f"model.ckpt-{steps}")
     assert tf.train.load_variable(final, "global_step") == steps
+  assert resumed_mid_run  # at least one kill landed between two checkpoints of the run
 
 
 # --- determinism ----------------------------------------------------------------------------
@@ -324,7 +315,7 @@ print(digest.hexdigest())
 
 def _batches_digest(data_dir, seed):
   proc = subprocess.run([PYTHON, "-c", BATCHES_SCRIPT, str(data_dir), str(seed)],
-                        cwd=REPO_ROOT, env=ENV, capture_output=True, text=True)
+                        cwd=REPO_ROOT, env=QUIET_TF, capture_output=True, text=True)
   assert proc.returncode == 0, proc.stderr[-3000:]
   return proc.stdout.split()[-1]
 
