@@ -13,7 +13,7 @@ UV_VERSION := 0.13.9
 FIND_LINKS ?= /opt/wheels
 UV_FIND_LINKS := $(if $(wildcard $(FIND_LINKS)),--find-links $(FIND_LINKS),)
 
-.PHONY: venv smoke test lock
+.PHONY: venv smoke test bench lock
 
 venv: $(VENV)/.installed
 
@@ -30,6 +30,10 @@ smoke: venv
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Throughput vs HF T5, start-up, memory, and learning vs baselines (about 75 min, idle machine).
+bench: venv
+	scripts/bench
 
 # Re-resolve both locks after changing pyproject.toml.
 UV_COMPILE = $(VENV)/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 \

@@ -16,11 +16,10 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import DEV_TFDS, QUIET_TF, REPO, mesh_main_command
 TASKS = ("flcc_python_full_line", "flcc_python_prefix_lm", "flcc_python")
 
 
@@ -52,12 +51,10 @@ def measure_input(task, lengths, seconds):
 def measure_training(task, data_dir, steps):
   model_dir = tempfile.mkdtemp(prefix="bench_input_model_")
   proc = subprocess.run(
-      [sys.executable, "-m", "t5.models.mesh_transformer_main", "--module_import=code_t5",
-       f"--model_dir={model_dir}", f"--t5_tfds_data_dir={data_dir}",
-       "--gin_location_prefix=gin_configs/", "--gin_file=models/shared-prefix_lm_dev.gin",
-       f"--gin_param=MIXTURE_NAME = '{task}'", f"--gin_param=run.train_steps = {steps}",
-       "--gin_param=utils.run.save_checkpoints_steps = 100000"],
-      cwd=REPO, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+      mesh_main_command(model_dir, data_dir, ["models/shared-prefix_lm_dev.gin"],
+                        [f"MIXTURE_NAME = '{task}'", f"run.train_steps = {steps}",
+                         "utils.run.save_checkpoints_steps = 100000"]),
+      cwd=REPO, capture_output=True, text=True, env=QUIET_TF)
   if proc.returncode != 0:
     raise SystemExit(f"training {task} failed:\n{proc.stderr[-3000:]}")
   rates = [float(x) for x in re.findall(r"global_step/sec: ([0-9.]+)", proc.stderr)]
@@ -67,7 +64,7 @@ def measure_training(task, data_dir, steps):
 def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--data_dir", default=os.path.join(REPO, "data", "dev", "tfds"))
+  parser.add_argument("--data_dir", default=DEV_TFDS)
   parser.add_argument("--seconds", type=float, default=20.0, help="per input measurement")
   parser.add_argument("--train_steps", type=int, default=60)
   parser.add_argument("--json", default=None)

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import DEV_TFDS, QUIET_TF, REPO, mesh_main_command
 
 # Each size as users run it: the dev model with its short context, the others at the code
 # sequence lengths (512/128) and mesh-tf's default batch of 2048 tokens.
@@ -37,17 +37,13 @@ SIZES = {
 def train(size, data_dir, steps):
   """Runs one training job in a child process; returns its measurements."""
   model_dir = tempfile.mkdtemp(prefix=f"bench_memory_{size}_")
-  cmd = [sys.executable, "-m", "t5.models.mesh_transformer_main", "--module_import=code_t5",
-         f"--model_dir={model_dir}", f"--t5_tfds_data_dir={data_dir}",
-         "--gin_location_prefix=gin_configs/"]
-  cmd += [f"--gin_file={f}" for f in SIZES[size]]
-  cmd += ["--gin_param=MIXTURE_NAME = 'flcc_python_full_line'",
-          f"--gin_param=run.train_steps = {steps}",
-          f"--gin_param=utils.run.save_checkpoints_steps = {steps}",
-          "--gin_param=utils.run.iterations_per_loop = 1"]
+  cmd = mesh_main_command(model_dir, data_dir, SIZES[size],
+                          ["MIXTURE_NAME = 'flcc_python_full_line'",
+                           f"run.train_steps = {steps}",
+                           f"utils.run.save_checkpoints_steps = {steps}",
+                           "utils.run.iterations_per_loop = 1"])
   start = time.perf_counter()
-  proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=QUIET_TF)
   wall = time.perf_counter() - start
   if proc.returncode != 0:
     sys.exit(f"bench_memory: {size} failed:\n{proc.stderr[-3000:]}")
@@ -67,7 +63,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--sizes", default="dev,base,large")
   parser.add_argument("--steps", type=int, default=4)
-  parser.add_argument("--data_dir", default=os.path.join(REPO, "data", "dev", "tfds"))
+  parser.add_argument("--data_dir", default=DEV_TFDS)
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
   rows = []

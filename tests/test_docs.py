@@ -22,6 +22,7 @@ RATIOS = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
 SUBSTITUTIONS = [
     ("README.md", "make smoke   #", "SMOKE_STEPS=20 SMOKE_EVAL_EXAMPLES=16 make smoke   #"),
     ("README.md", "run.train_steps = 1000", "run.train_steps = 2"),
+    ("README.md", "make bench   #", "BENCH_PARTS=startup make bench   #"),
     ("GENTLE_INTRO.md", "FLCC_DIR=/path/to/flcc", "FLCC_DIR={flcc_tree}"),
     ("GENTLE_INTRO.md", "FLCC_ARCHIVE=/path/to/flcc-v3.tar.gz", "FLCC_ARCHIVE={archive}"),
     ("GENTLE_INTRO.md", "--data_dir=data/flcc/tfds --language=python\n",

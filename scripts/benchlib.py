@@ -1,0 +1,17 @@
+"""What the benchmarks share: the repository root and mesh_transformer_main as users run it."""
+
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEV_TFDS = os.path.join(REPO, "data", "dev", "tfds")
+QUIET_TF = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def mesh_main_command(model_dir, data_dir, gin_files, gin_params, main=None):
+  """t5's mesh_transformer_main with code_t5 (run from REPO); `main` replaces the `-m` part."""
+  cmd = main or [sys.executable, "-m", "t5.models.mesh_transformer_main"]
+  cmd = cmd + ["--module_import=code_t5", f"--model_dir={model_dir}",
+               f"--t5_tfds_data_dir={data_dir}", "--gin_location_prefix=gin_configs/"]
+  cmd += [f"--gin_file={f}" for f in gin_files]
+  return cmd + [f"--gin_param={p}" for p in gin_params]

@@ -1,0 +1,44 @@
+"""The reference completers that scripts/bench_learning.py scores next to the model."""
+
+import pytest
+
+from code_t5 import baselines
+
+STOP = (1, 2)  # stand-ins for EOS and the newline token
+
+
+def test_ngram_takes_the_most_frequent_continuation_of_the_longest_context():
+  docs = [[5, 6, 7, 8, 2], [5, 6, 7, 9, 2], [5, 6, 7, 8, 2], [3, 7, 9, 4, 2], [3, 7, 9, 4, 2]]
+  ngram = baselines.NgramCompleter(order=4, vocab_size=10).fit(docs)
+  assert ngram.complete([5, 6, 7], STOP, max_tokens=8) == [8]  # 8 twice, 9 once after 5 6 7
+  # "3 7" is followed by 9 twice; "7" alone by 8 twice and 9 three times.
+  assert ngram.complete([3, 7], STOP, max_tokens=8) == [9, 4]
+  assert ngram.complete([4, 4, 7], STOP, max_tokens=8) == [9, 4]  # backs off to "7"
+  assert ngram.complete([5, 6, 7], STOP, max_tokens=0) == []
+
+
+def test_ngram_never_crosses_documents_and_stops_at_max_tokens():
+  ngram = baselines.NgramCompleter(order=2, vocab_size=10).fit([[7, 8], [9, 3], [9, 3]])
+  # Nothing follows 8 inside a document: back off to the most frequent token (3 and 9 tie,
+  # the smaller id wins) rather than to the 9 that starts the next document.
+  assert ngram.next_token([8]) == 3
+  ngram = baselines.NgramCompleter(order=2, vocab_size=10).fit([[6, 4, 5, 4, 5]])
+  assert ngram.complete([6], STOP, max_tokens=5) == [4, 5, 4, 5, 4]
+
+
+def test_ngram_refuses_what_it_cannot_count():
+  with pytest.raises(ValueError, match="no tokens"):
+    baselines.NgramCompleter(order=3, vocab_size=10).fit([[], []])
+  with pytest.raises(ValueError, match="int64"):
+    baselines.NgramCompleter(order=5, vocab_size=2 ** 16)
+  with pytest.raises(RuntimeError, match="fit"):
+    baselines.NgramCompleter(order=3, vocab_size=10).next_token([1])
+
+
+def test_copy_similar_line_copies_the_rest_of_the_best_matching_earlier_line():
+  prefix = "x = foo(1)\ny = bar(2)\nx = f"
+  assert baselines.copy_similar_line(prefix) == "oo(1)"
+  # Cursor after the indentation: the nearest line with that indentation wins the tie.
+  prefix = "def f():\n    a = 1\n    b = 2\n\n    "
+  assert baselines.copy_similar_line(prefix) == "b = 2"
+  assert baselines.copy_similar_line("short\nmuch longer typed") == ""
