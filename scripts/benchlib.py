@@ -3,7 +3,9 @@
 import os
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The checkout the script was started from, as typed: Python resolves symlinks in an imported
+# module's __file__, and a workspace that links scripts/ in must keep its own data/ and runs/.
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[0])))
 DEV_TFDS = os.path.join(REPO, "data", "dev", "tfds")
 QUIET_TF = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
