@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_sequence_length, mesh_main_command
 
 GIN = os.path.join(REPO, "gin_configs")
 MIXTURE = "flcc_python"
@@ -72,15 +72,11 @@ def gin_numbers(path):
           for k, v in re.findall(r"^(\w+) = ([0-9.]+)\s*$", text, re.M)}
 
 
-def sequence_length(size):
-  text = open(os.path.join(GIN, SIZES[size]["lengths_gin"])).read()
-  return eval(re.search(r"sequence_length = (\{.*\})", text).group(1))  # pylint: disable=eval-used
-
-
 def batches(size, pack, count):
   """The first `count` batches that mesh_transformer_main trains on, as numpy."""
   from t5.models import mesh_transformer  # pylint: disable=g-import-not-at-top
-  ds = mesh_transformer.mesh_train_dataset_fn(MIXTURE, sequence_length(size), seed=SEED,
+  ds = mesh_transformer.mesh_train_dataset_fn(MIXTURE, gin_sequence_length(SIZES[size]["lengths_gin"]),
+                                              seed=SEED,
                                               pack=pack)
   ds = ds.batch(SIZES[size]["rows"], drop_remainder=True).take(count)
   return list(ds.as_numpy_iterator())

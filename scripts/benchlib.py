@@ -1,6 +1,8 @@
 """What the benchmarks share: the repository root and mesh_transformer_main as users run it."""
 
+import ast
 import os
+import re
 import sys
 
 # The checkout the script was started from, as typed: Python resolves symlinks in an imported
@@ -8,6 +10,13 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[0])))
 DEV_TFDS = os.path.join(REPO, "data", "dev", "tfds")
 QUIET_TF = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def gin_sequence_length(path):
+  """`utils.run.sequence_length` of a file under gin_configs/, e.g. sequence_lengths/dev.gin."""
+  with open(os.path.join(REPO, "gin_configs", path)) as f:
+    text = f.read()
+  return ast.literal_eval(re.search(r"sequence_length = (\{.*\})", text).group(1))
 
 
 def mesh_main_command(model_dir, data_dir, gin_files, gin_params, main=None):
