@@ -8,6 +8,8 @@
 
 Both take the whole file before the cursor, as the full-line Task's `inputs_pretokenized`
 holds it; `scripts/bench_learning.py` scores them next to the model on the same examples.
+`model_window` cuts that file down to what the model reads, so copy-line can also be scored
+on exactly the model's information.
 """
 
 import os
@@ -82,6 +84,17 @@ class NgramCompleter:
       out.append(token)
       history.append(token)
     return out
+
+
+def model_window(prefix: str, vocabulary, max_tokens: int) -> str:
+  """What the model reads of `prefix`, as text: at most `max_tokens` tokens, cut at a line
+  start exactly as the Task cuts its inputs (`preprocessors.left_truncate_at_line`)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
+  kept = preprocessors.left_truncate_at_line(
+      tf.constant(vocabulary.encode(prefix), tf.int32), max_tokens,
+      preprocessors.newline_id(vocabulary))
+  return vocabulary.decode(kept.numpy().tolist())
 
 
 def copy_similar_line(prefix: str) -> str:

@@ -7,10 +7,11 @@
    examples of the validation split: repositories that training never saw.
 3. On exactly those examples, two baselines (code_t5/baselines.py):
      * a token 4-gram completer counted on the train split, with the same vocabulary;
-     * "copy the earlier line of the same file that best matches what is typed".
-4. Exact match, edit similarity and prefix coverage of all three with the Task's own metric
-   functions, the model's lead over the better baseline with a paired bootstrap 95% interval,
-   and every example with its three completions in <model_dir>/learning_examples.jsonl.
+     * "copy the earlier line of the same file that best matches what is typed", once from
+       the whole file and once from only the lines the model reads (its input window).
+4. Exact match, edit similarity and prefix coverage of each with the Task's own metric
+   functions, the model's lead over each baseline with a paired bootstrap 95% interval, and
+   every example with all completions in <model_dir>/learning_examples.jsonl.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
@@ -28,7 +29,7 @@ import time
 
 import numpy as np
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_sequence_length, mesh_main_command
 MODEL_GIN = "models/shared-prefix_lm_dev.gin"
 TRAIN_MIXTURE = "flcc_python"
 EVAL_TASK = "flcc_python_full_line"
@@ -72,6 +73,15 @@ def train_for(model_dir, data_dir, minutes, gin_files, gin_params):
   if not step:
     sys.exit(f"bench_learning: no checkpoint after {minutes} min; see {log_path}")
   return step, time.time() - start
+
+
+def trained_input_length(model_dir):
+  """Input tokens the model reads (less the EOS), from the run's operative_config.gin."""
+  path = os.path.join(os.path.abspath(model_dir), "operative_config.gin")
+  try:
+    return gin_sequence_length(path)["inputs"] - 1
+  except (OSError, AttributeError):
+    sys.exit(f"bench_learning: no utils.run.sequence_length in {path}")
 
 
 def evaluate(model_dir, data_dir, examples, gin_files, gin_params):
@@ -170,6 +180,7 @@ def main():
           file=sys.stderr, flush=True)
     step, train_wall = train_for(args.model_dir, args.data_dir, args.minutes, args.gin_file,
                                  args.gin_param)
+  window = trained_input_length(args.model_dir)
   print(f"full-line eval of step {step} ...", file=sys.stderr, flush=True)
   targets, model_predictions = evaluate(args.model_dir, args.data_dir, args.examples,
                                         args.gin_file, args.gin_param)
@@ -189,33 +200,39 @@ def main():
   ngram_predictions = [vocabulary.decode(ngram.complete(vocabulary.encode(prefix), stop_ids, 64))
                        for prefix, _ in examples]
   copy_predictions = [baselines.copy_similar_line(prefix) for prefix, _ in examples]
+  window_copy_predictions = [
+      baselines.copy_similar_line(baselines.model_window(prefix, vocabulary, window))
+      for prefix, _ in examples]
 
   completers = {"model": model_predictions, "4-gram": ngram_predictions,
-                "copy-line": copy_predictions}
+                "copy-line": copy_predictions, "copy-window": window_copy_predictions}
   results = {name: score(targets, preds) for name, preds in completers.items()}
   per = {name: per_example(targets, preds) for name, preds in completers.items()}
   leads = {baseline: {metric: bootstrap_lead(per["model"][metric], per[baseline][metric])
                       for metric in ("exact_match", "edit_similarity")}
-           for baseline in ("4-gram", "copy-line")}
+           for baseline in ("4-gram", "copy-line", "copy-window")}
 
   with open(os.path.join(args.model_dir, "learning_examples.jsonl"), "w") as f:
     for (prefix, target), *preds in zip(examples, *completers.values()):
       f.write(json.dumps({"prefix_tail": prefix[-200:], "target": target,
                           **dict(zip(completers, preds))}) + "\n")
 
-  print(f"\ndev model after {args.minutes if train_wall else '?'} min: step {step}; "
+  budget = f"after {args.minutes} min" if train_wall else "(--eval_only)"
+  print(f"\ndev model {budget}: step {step}; "
         f"{len(targets)} validation examples (held-out repositories)")
-  print(f"{'completer':<10} " + " ".join(f"{m:>16}" for m in METRIC_NAMES))
+  print(f"(copy-window: copy-line from only the model's {window}-token input window)")
+  print(f"{'completer':<11} " + " ".join(f"{m:>16}" for m in METRIC_NAMES))
   for name, r in results.items():
-    print(f"{name:<10} " + " ".join(f"{r[m]:>16.2f}" for m in METRIC_NAMES))
+    print(f"{name:<11} " + " ".join(f"{r[m]:>16.2f}" for m in METRIC_NAMES))
   for baseline, by_metric in leads.items():
     for metric, lead in by_metric.items():
-      print(f"model - {baseline:<9} {metric:<15} {lead['lead']:+6.2f} points "
+      print(f"model - {baseline:<11} {metric:<15} {lead['lead']:+6.2f} points "
             f"(paired bootstrap 95% CI {lead['ci95'][0]:+.2f} .. {lead['ci95'][1]:+.2f})")
   report = {"budget_minutes": args.minutes if train_wall else None, "train_wall_s": train_wall,
             "checkpoint_step": step, "examples": len(targets), "split": "validation",
             "ngram": {"order": NGRAM_ORDER, "train_files": train_files,
                       "train_tokens": train_tokens},
+            "copy_window_tokens": window,
             "metrics": results, "model_lead": leads}
   if args.json:
     with open(args.json, "w") as f:

@@ -13,8 +13,9 @@ QUIET_TF = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
 def gin_sequence_length(path):
-  """`utils.run.sequence_length` of a file under gin_configs/, e.g. sequence_lengths/dev.gin."""
-  with open(os.path.join(REPO, "gin_configs", path)) as f:
+  """`utils.run.sequence_length` set in a gin file: one under gin_configs/, e.g.
+  sequence_lengths/dev.gin, or an absolute path, e.g. a run's operative_config.gin."""
+  with open(os.path.join(REPO, "gin_configs", path)) as f:  # an absolute path stays as is
     text = f.read()
   return ast.literal_eval(re.search(r"sequence_length = (\{.*\})", text).group(1))
 

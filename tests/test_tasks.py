@@ -6,6 +6,7 @@ import seqio
 import tensorflow_datasets as tfds
 
 import code_t5  # noqa: F401  (registers the tasks)
+from code_t5 import baselines
 from code_t5 import tasks
 
 
@@ -87,6 +88,22 @@ def test_full_line_examples_carry_the_text_mesh_tf_eval_compares(data_dir_overri
         vocab.decode(ex["targets"][:-1].tolist()))]
     assert ex["inputs_pretokenized"].decode("utf-8").endswith(
         vocab.decode(ex["inputs"][:-1].tolist())[-20:])
+
+
+def test_model_window_is_the_text_of_the_inputs_the_model_reads(data_dir_override):
+  """scripts/bench_learning.py scores copy-line on baselines.model_window: it must be exactly
+  the (cut) inputs the Task feeds the model, recovered from the whole prefix."""
+  task = seqio.get_mixture_or_task("flcc_python_full_line")
+  vocab = task.output_features["inputs"].vocabulary
+  ds = task.get_dataset({"inputs": 24, "targets": 8}, split="validation", shuffle=False)
+  cut = 0
+  for ex in ds.take(30).as_numpy_iterator():
+    prefix = ex["inputs_pretokenized"].decode("utf-8")
+    window = baselines.model_window(prefix, vocab, 23)  # 24 less the EOS
+    assert window == vocab.decode(ex["inputs"][:-1].tolist())
+    assert prefix.endswith(window)
+    cut += window != prefix
+  assert cut, "no example was long enough to be cut: the test checks nothing"
 
 
 def test_validation_examples_are_deterministic(data_dir_override):
