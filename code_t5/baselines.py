@@ -86,14 +86,15 @@ class NgramCompleter:
     return out
 
 
-def model_window(prefix: str, vocabulary, max_tokens: int) -> str:
-  """What the model reads of `prefix`, as text: at most `max_tokens` tokens, cut at a line
-  start exactly as the Task cuts its inputs (`preprocessors.left_truncate_at_line`)."""
+def model_window(prefix: str, feature, input_length: int) -> str:
+  """What the model reads of `prefix`, as text: the Task's "inputs" `feature` at
+  `input_length`, cut exactly as `preprocessors.truncate_inputs_at_line` cuts it."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
+  vocabulary = feature.vocabulary
   kept = preprocessors.left_truncate_at_line(
-      tf.constant(vocabulary.encode(prefix), tf.int32), max_tokens,
-      preprocessors.newline_id(vocabulary))
+      tf.constant(vocabulary.encode(prefix), tf.int32),
+      preprocessors.inputs_budget(input_length, feature), preprocessors.newline_id(vocabulary))
   return vocabulary.decode(kept.numpy().tolist())
 
 

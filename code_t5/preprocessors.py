@@ -93,6 +93,11 @@ def newline_id(vocabulary, newline=NEWLINE):
   return ids[0]
 
 
+def inputs_budget(input_length, feature):
+  """Tokens of code the inputs hold: the sequence length less the EOS the feature appends."""
+  return input_length - int(feature.add_eos)
+
+
 def truncate_inputs_at_line(dataset, sequence_length, output_features,
                             newline=NEWLINE):
   """Cuts "inputs" on the left, at a line boundary, to fit `sequence_length["inputs"]`.
@@ -101,7 +106,7 @@ def truncate_inputs_at_line(dataset, sequence_length, output_features,
   """
   feature = output_features["inputs"]
   line_break = newline_id(feature.vocabulary, newline)
-  max_length = sequence_length["inputs"] - int(feature.add_eos)
+  max_length = inputs_budget(sequence_length["inputs"], feature)
 
   @seqio.map_over_dataset
   def truncate(example):

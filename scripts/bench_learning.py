@@ -76,10 +76,10 @@ def train_for(model_dir, data_dir, minutes, gin_files, gin_params):
 
 
 def trained_input_length(model_dir):
-  """Input tokens the model reads (less the EOS), from the run's operative_config.gin."""
+  """The run's inputs sequence length, from its operative_config.gin."""
   path = os.path.join(os.path.abspath(model_dir), "operative_config.gin")
   try:
-    return gin_sequence_length(path)["inputs"] - 1
+    return gin_sequence_length(path)["inputs"]
   except (OSError, AttributeError):
     sys.exit(f"bench_learning: no utils.run.sequence_length in {path}")
 
@@ -180,7 +180,7 @@ def main():
           file=sys.stderr, flush=True)
     step, train_wall = train_for(args.model_dir, args.data_dir, args.minutes, args.gin_file,
                                  args.gin_param)
-  window = trained_input_length(args.model_dir)
+  input_length = trained_input_length(args.model_dir)
   print(f"full-line eval of step {step} ...", file=sys.stderr, flush=True)
   targets, model_predictions = evaluate(args.model_dir, args.data_dir, args.examples,
                                         args.gin_file, args.gin_param)
@@ -193,7 +193,9 @@ def main():
   if [t for _, t in examples] != targets:
     sys.exit("bench_learning: the Task's validation examples differ from mesh-tf's eval "
              "targets; the baselines would not score the same examples")
-  vocabulary = seqio.get_mixture_or_task(EVAL_TASK).output_features["targets"].vocabulary
+  features = seqio.get_mixture_or_task(EVAL_TASK).output_features
+  vocabulary = features["targets"].vocabulary
+  window = preprocessors.inputs_budget(input_length, features["inputs"])
   print("counting 4-grams on the train split ...", file=sys.stderr, flush=True)
   ngram, train_files, train_tokens = fit_ngram(vocabulary, args.data_dir)
   stop_ids = (vocabulary.eos_id, preprocessors.newline_id(vocabulary))
@@ -201,7 +203,7 @@ def main():
                        for prefix, _ in examples]
   copy_predictions = [baselines.copy_similar_line(prefix) for prefix, _ in examples]
   window_copy_predictions = [
-      baselines.copy_similar_line(baselines.model_window(prefix, vocabulary, window))
+      baselines.copy_similar_line(baselines.model_window(prefix, features["inputs"], input_length))
       for prefix, _ in examples]
 
   completers = {"model": model_predictions, "4-gram": ngram_predictions,

@@ -94,12 +94,13 @@ def test_model_window_is_the_text_of_the_inputs_the_model_reads(data_dir_overrid
   """scripts/bench_learning.py scores copy-line on baselines.model_window: it must be exactly
   the (cut) inputs the Task feeds the model, recovered from the whole prefix."""
   task = seqio.get_mixture_or_task("flcc_python_full_line")
-  vocab = task.output_features["inputs"].vocabulary
+  feature = task.output_features["inputs"]
+  vocab = feature.vocabulary
   ds = task.get_dataset({"inputs": 24, "targets": 8}, split="validation", shuffle=False)
   cut = 0
   for ex in ds.take(30).as_numpy_iterator():
     prefix = ex["inputs_pretokenized"].decode("utf-8")
-    window = baselines.model_window(prefix, vocab, 23)  # 24 less the EOS
+    window = baselines.model_window(prefix, feature, 24)
     assert window == vocab.decode(ex["inputs"][:-1].tolist())
     assert prefix.endswith(window)
     cut += window != prefix
