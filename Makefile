@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make smoke   dev dataset + vocabulary, train the dev model, evaluate it, print metrics
-#   make test    the test suite
+#   make test    the test suite (make test-all: also the soaks)
 # Both create .venv from the lock first if it is missing or older than the lock.
 
 PYTHON ?= python3.11
@@ -13,11 +13,12 @@ UV_VERSION := 0.13.9
 FIND_LINKS ?= /opt/wheels
 UV_FIND_LINKS := $(if $(wildcard $(FIND_LINKS)),--find-links $(FIND_LINKS),)
 
-.PHONY: venv smoke test bench lock
+.PHONY: venv smoke test test-all bench lock
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: $(LOCK) pyproject.toml
+# The shim is copied into site-packages (not linked like code_t5/): a change to it reinstalls.
+$(VENV)/.installed: $(LOCK) pyproject.toml _code_t5_mtf_shim.py code_t5_mtf_shim.pth
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet uv==$(UV_VERSION)
 	$(VENV)/bin/uv pip sync --python $(PY) $(UV_FIND_LINKS) $(LOCK)
@@ -28,8 +29,16 @@ $(VENV)/.installed: $(LOCK) pyproject.toml
 smoke: venv
 	scripts/smoke
 
+# Two workers: most of the suite waits on one-threaded start-up (imports, graph building).
+# Tests that build on each other share an xdist group and run on one worker, in order.
+TEST_WORKERS ?= 2
+PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 test: venv
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
+
+# Also the soaks (more kills of each long job); see README, "Tests".
+test-all: venv
+	$(PYTEST) -m "soak or not soak" $(PYTEST_ARGS)
 
 # Throughput vs HF T5, start-up, memory, and learning vs baselines (about 75 min, idle machine).
 bench: venv

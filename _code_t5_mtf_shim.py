@@ -1,4 +1,4 @@
-"""Lets mesh-tensorflow 0.1.21 import under TensorFlow >= 2.14.
+"""Lets mesh-tensorflow 0.1.21 import under TensorFlow >= 2.14, and t5 start without PyTorch.
 
 mesh_tensorflow/ops.py calls `tensorflow.python.framework.ops.register_tensor_conversion_function`,
 which TF 2.14 moved to `tensor_conversion_registry` (tensorflow/mesh issues 392 and 396). t5's
@@ -6,12 +6,30 @@ which TF 2.14 moved to `tensor_conversion_registry` (tensorflow/mesh issues 392 
 `code_t5` would come too late. Instead `code_t5_mtf_shim.pth` (installed into site-packages with
 the package) imports this module at interpreter start-up. It only puts a finder on `sys.meta_path`:
 nothing is patched, and TensorFlow is not imported, until some code imports `mesh_tensorflow`.
+
+The same finder makes one import of t5's lazy. `t5/models/__init__.py` ends with
+`from t5.models.hf_model import HfPyTorchModel`, which imports torch and transformers (about
+10 s of a 35 s start-up on a 2-core machine) into every mesh-tf run, which never uses them.
+The finder runs that `__init__.py` from its own source with that line replaced by a module
+`__getattr__` (PEP 562): `t5.models.HfPyTorchModel` and `from t5.models import HfPyTorchModel`
+still give the real class, importing torch at that moment. If t5's file no longer has the line,
+it runs unchanged. No bytecode of the changed source is written.
 """
 
 import importlib.abc
+import importlib.machinery
 import sys
 
-_WATCHED = "mesh_tensorflow"
+_MESH_TF = "mesh_tensorflow"
+_T5_MODELS = "t5.models"
+_EAGER_HF_IMPORT = "from t5.models.hf_model import HfPyTorchModel\n"
+_LAZY_HF_IMPORT = '''
+def __getattr__(name):  # code_t5's shim: torch and transformers load on first use
+  if name == "HfPyTorchModel":
+    from t5.models.hf_model import HfPyTorchModel  # pylint: disable=g-import-not-at-top
+    return HfPyTorchModel
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+'''
 
 
 def patch_tensorflow_ops():
@@ -23,24 +41,51 @@ def patch_tensorflow_ops():
         tensor_conversion_registry.register_tensor_conversion_function)
 
 
+class _LazyHfLoader(importlib.abc.Loader):
+  """Executes t5/models/__init__.py with the eager Hugging Face import made lazy."""
+
+  def __init__(self, path):
+    self.path = path
+
+  def create_module(self, spec):
+    return None  # the default module
+
+  def exec_module(self, module):
+    with open(self.path, encoding="utf-8") as f:
+      source = f.read()
+    source = source.replace(_EAGER_HF_IMPORT, _LAZY_HF_IMPORT)
+    exec(compile(source, self.path, "exec"), module.__dict__)  # pylint: disable=exec-used
+
+
 class _PatchBeforeMeshTensorflow(importlib.abc.MetaPathFinder):
-  """Patches TF the first time `mesh_tensorflow` is looked up, then steps aside."""
+  """Patches TF the first time `mesh_tensorflow` is looked up and loads `t5.models` lazily,
+  then steps aside."""
+
+  def __init__(self):
+    self.pending = {_MESH_TF, _T5_MODELS}
 
   def find_spec(self, fullname, path=None, target=None):
-    del path, target
-    if fullname == _WATCHED:
+    if fullname not in self.pending:
+      return None
+    self.pending.discard(fullname)
+    if not self.pending:
       uninstall()
+    if fullname == _MESH_TF:
       patch_tensorflow_ops()
-    return None  # The regular finders import the module itself.
+      return None  # The regular finders import the module itself.
+    spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+    if spec is not None and spec.origin and spec.origin.endswith("__init__.py"):
+      spec.loader = _LazyHfLoader(spec.origin)
+      spec.cached = None
+    return spec
 
 
 _FINDER = _PatchBeforeMeshTensorflow()
 
 
 def install():
-  if _WATCHED in sys.modules:
-    return  # Too late to matter, and mesh_tensorflow imported fine, so nothing to do.
-  if _FINDER not in sys.meta_path:
+  _FINDER.pending -= set(sys.modules)  # imported already: too late to matter
+  if _FINDER.pending and _FINDER not in sys.meta_path:
     sys.meta_path.insert(0, _FINDER)
 
 

@@ -1,7 +1,9 @@
 """code_t5: full-line code completion on seqio + t5 + mesh-tensorflow.
 
 `--module_import=code_t5` registers the seqio Tasks and Mixtures of `code_t5/tasks.py` and
-puts code_t5's gin files on gin's search path.
+puts code_t5's gin files on gin's search path. Under t5's entry point it also turns errors into
+one line (`errors.py`) and skips the graph and checkpoint writes before the first training step
+(`startup.py`).
 """
 
 import os
@@ -25,8 +27,10 @@ def gin_configs_dir() -> str:
 gin.add_config_file_search_path(gin_configs_dir())
 
 from code_t5 import errors  # noqa: E402
+from code_t5 import startup  # noqa: E402
 
 errors.install_if_entry_point()
+startup.install_if_entry_point()
 
 from code_t5 import decoding  # noqa: E402,F401  (gin: code_t5.prefix_lm_beam_search)
 from code_t5 import infer  # noqa: E402,F401  (gin: infer, score and export hooks)

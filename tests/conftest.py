@@ -4,6 +4,8 @@ The tree has ordinary repositories plus planted files the filters must catch; PL
 how many of each, so tests assert exact counts.
 """
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -105,14 +107,9 @@ def fixture_archive(flcc_tree, tmp_path_factory):
   return path
 
 
-# gin params that shrink any model config to seconds per run on the fixture.
-TINY_MODEL = [
-    "d_model = 32", "num_layers = 1", "d_ff = 64", "num_heads = 2", "d_kv = 16",
-    "utils.run.sequence_length = {'inputs': 64, 'targets': 16}",
-    "utils.run.batch_size = ('sequences_per_batch', 4)",
-    "utils.run.save_checkpoints_steps = 3",
-    "utils.run.iterations_per_loop = 3",
-]
+# gin params that shrink any model config to seconds per run on the fixture: the shipped
+# tiny model (also what `scripts/bench_startup.py --model=tiny` times), after every gin file.
+TINY_MODEL = ["include 'models/tiny.gin'"]
 QUIET_TF = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
@@ -137,14 +134,33 @@ def cache_tasks_command(data_dir, cache_dir, task="flcc_python_full_line"):
           "--pipeline_options=--runner=DirectRunner"]
 
 
+def _checked(proc, check):
+  if check and proc.returncode != 0:
+    raise AssertionError(f"code_t5.data {proc.args} failed:\n{proc.stdout}\n{proc.stderr}")
+  return proc
+
+
 def run_data_cli(*args, check=True):
+  """`python -m code_t5.data ARGS` as its `main(argv)`, in this process: what it prints and
+  returns, without paying TensorFlow's import again (`run_data_cli_process` is the real
+  entry point)."""
+  from code_t5.data import __main__ as data_main  # pylint: disable=g-import-not-at-top
+  stdout, stderr = io.StringIO(), io.StringIO()
+  with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+    try:
+      returncode = data_main.main(list(args))
+    except SystemExit as e:  # argparse
+      returncode = e.code
+  return _checked(subprocess.CompletedProcess(list(args), returncode, stdout.getvalue(),
+                                              stderr.getvalue()), check)
+
+
+def run_data_cli_process(*args, check=True):
   """Runs `python -m code_t5.data` in a fresh process, as a user would."""
   proc = subprocess.run([PYTHON, "-m", "code_t5.data", *args], cwd=REPO_ROOT,
                         capture_output=True, text=True,
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-  if check and proc.returncode != 0:
-    raise AssertionError(f"code_t5.data {args} failed:\n{proc.stdout}\n{proc.stderr}")
-  return proc
+  return _checked(proc, check)
 
 
 @pytest.fixture(scope="session")

@@ -4,19 +4,30 @@ The blocks run with bash in a scratch workspace that links the repository's .ven
 lock and gin files, so what they write (data/, runs/, files they create) stays there. Where
 a doc uses the real dataset or a full-length run, SUBSTITUTIONS says what runs instead, and
 every substitution must still match its doc, so this table cannot rot either.
+
+A block that runs a mode is also checked for what it wrote (CHECKS): these runs are the
+end-to-end tests of eval, perplexity eval, export, finetuning and training from a seqio
+cache on the dev model, so `test_end_to_end.py` does not launch them a second time.
 """
 
+import ast
+import glob
 import os
 import re
 import subprocess
 
+import numpy as np
 import pytest
 
+from code_t5 import summaries
 from conftest import FIXTURE_RATIOS, REPO_ROOT, TINY_VOCAB_SIZE
 
 DOCS = ("README.md", "GENTLE_INTRO.md")
 LINKED = (".venv", "Makefile", "pyproject.toml", "requirements", "gin_configs", "scripts")
 RATIOS = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
+TRAIN_STEPS = 20  # GENTLE_INTRO's 600 steps of the dev model
+FINETUNE_STEPS = 5
+EVAL_EXAMPLES = 16  # fewer than the dev model's batch of 32: the last batch is padded
 
 # (doc, what it says, what the test runs): fixture data for the real dataset, fewer steps.
 SUBSTITUTIONS = [
@@ -28,12 +39,12 @@ SUBSTITUTIONS = [
     ("GENTLE_INTRO.md", "--data_dir=data/flcc/tfds --language=python\n",
      f"--data_dir=data/flcc/tfds --language=python {RATIOS}\n"),
     ("GENTLE_INTRO.md", "--vocab_size=32000", f"--vocab_size={TINY_VOCAB_SIZE}"),
-    ("GENTLE_INTRO.md", "run.train_steps = 600", "run.train_steps = 20"),
-    ("GENTLE_INTRO.md", "model.ckpt-600", "model.ckpt-20"),
-    ("GENTLE_INTRO.md", "run.train_steps = 100", "run.train_steps = 5"),
+    ("GENTLE_INTRO.md", "run.train_steps = 600", f"run.train_steps = {TRAIN_STEPS}"),
+    ("GENTLE_INTRO.md", "model.ckpt-600", f"model.ckpt-{TRAIN_STEPS}"),
+    ("GENTLE_INTRO.md", "run.train_steps = 100", f"run.train_steps = {FINETUNE_STEPS}"),
     ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin",
      "--gin_file=eval_full_line.gin "
-     "--gin_param=\"mesh_eval_dataset_fn.num_eval_examples = 16\""),
+     f"--gin_param=\"mesh_eval_dataset_fn.num_eval_examples = {EVAL_EXAMPLES}\""),
 ]
 # Lines not run, and why.
 NOT_RUN = {
@@ -68,6 +79,122 @@ def test_every_substitution_and_skip_still_matches_its_doc():
     assert "\nmake test\n" in f.read()  # the line skipped above is what CI runs
 
 
+# --- what the blocks wrote ---------------------------------------------------------------
+
+def _lines(path):
+  with open(path, encoding="utf-8") as f:
+    text = f.read()
+  assert text.endswith("\n"), path
+  return text[:-1].split("\n")
+
+
+def check_training(ws, proc):
+  del proc
+  model_dir = os.path.join(ws, "runs", "dev")
+  assert os.path.exists(os.path.join(model_dir, f"model.ckpt-{TRAIN_STEPS}.index"))
+  # Nothing before the first step (code_t5.startup_writes): no graph, no checkpoint 0.
+  assert not os.path.exists(os.path.join(model_dir, "graph.pbtxt"))
+  assert not glob.glob(os.path.join(model_dir, "model.ckpt-0.*"))
+  assert not glob.glob(os.path.join(model_dir, "*.meta"))
+
+
+def check_eval(ws, proc):
+  model_dir = os.path.join(ws, "runs", "dev")
+  [predictions] = glob.glob(os.path.join(model_dir, "validation_eval",
+                                         f"*_{TRAIN_STEPS}_predictions"))
+  assert len(_lines(predictions)) == EVAL_EXAMPLES  # the padding rows were dropped
+  metrics = summaries.summarize(model_dir)["eval"]
+  assert set(metrics) == {f"flcc_python_full_line/{m}" for m in
+                          ("exact_match", "edit_similarity", "prefix_coverage")}
+  for m in metrics.values():
+    assert m["step"] == TRAIN_STEPS and 0.0 <= m["value"] <= 100.0
+  assert "flcc_python_full_line/edit_similarity" in proc.stdout  # the summaries table
+
+
+def check_perplexity(ws, proc):
+  del proc
+  for task in ("flcc_python_full_line", "flcc_python_prefix_lm"):
+    [eval_dir] = glob.glob(os.path.join(ws, "runs", "dev", f"eval_{task}_validation_*"))
+    scalars = summaries.read_scalars(eval_dir)
+    [(step, _, nlp)] = scalars["neg_log_perplexity"]
+    assert step == TRAIN_STEPS and -20 < nlp < 0
+    assert scalars["num_eval_tokens"][0][2] > 0
+
+
+def _completions(ws, name):
+  lines = _lines(os.path.join(ws, "runs", "dev", f"{name}-{TRAIN_STEPS}"))
+  assert len(lines) == 2  # one per prefix of prefixes.jsonl
+  return lines
+
+
+def check_infer(ws, proc):
+  del proc
+  _completions(ws, "completions")
+
+
+def check_beam(ws, proc):
+  del proc
+  _completions(ws, "beam_completions")
+
+
+def check_score(ws, proc):
+  del proc
+  scores = [float(x) for x in _lines(os.path.join(ws, "runs", "dev", f"scores-{TRAIN_STEPS}"))]
+  assert len(scores) == 2 and all(-1000 < x < 0 for x in scores) and scores[0] != scores[1]
+
+
+def check_export(ws, proc):
+  """The SavedModel completes the Stack prefix as infer mode did (prefixes.jsonl, line 2)."""
+  printed = proc.stdout.strip().splitlines()[-1]
+  prefix_tail, completion = (ast.literal_eval(x) for x in printed.split(" -> "))
+  assert prefix_tail == "init__(self):\n        self."
+  assert completion == _completions(ws, "completions")[1]
+
+
+def check_finetune(ws, proc):
+  del proc
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  pretrained = os.path.join(ws, "runs", "dev", f"model.ckpt-{TRAIN_STEPS}")
+  finetuned = os.path.join(ws, "runs", "dev_finetuned", f"model.ckpt-{FINETUNE_STEPS}")
+  assert tf.train.load_variable(finetuned, "global_step") == FINETUNE_STEPS  # counted from 0
+  before = tf.train.load_variable(pretrained, "transformer/embedding")
+  after = tf.train.load_variable(finetuned, "transformer/embedding")
+  assert 0 < np.linalg.norm(after - before) < 0.2 * np.linalg.norm(before)  # loaded, then moved
+
+
+def check_cache(ws, proc):
+  task_cache = os.path.join(ws, "data", "dev", "cache", "flcc_python_full_line")
+  assert os.path.exists(os.path.join(task_cache, "COMPLETED"))
+  assert glob.glob(os.path.join(task_cache, "train.tfrecord-*"))
+  assert f"'flcc_python_full_line' is cached at {task_cache}" in proc.stderr.replace(
+      os.path.realpath(ws), ws)
+  assert os.path.exists(os.path.join(ws, "runs", "dev_cached",
+                                     f"model.ckpt-{TRAIN_STEPS}.index"))
+
+
+# (doc, text that picks its one block, check of what that block wrote)
+CHECKS = [
+    ("GENTLE_INTRO.md", "--model_dir=runs/dev \\\n", check_training),
+    ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin", check_eval),
+    ("GENTLE_INTRO.md", "--gin_file=perplexity_eval.gin", check_perplexity),
+    ("GENTLE_INTRO.md", "output_filename = 'runs/dev/completions'", check_infer),
+    ("GENTLE_INTRO.md", "--gin_file=beam_search.gin", check_beam),
+    ("GENTLE_INTRO.md", "--gin_file=score.gin", check_score),
+    ("GENTLE_INTRO.md", "--gin_file=export.gin", check_export),
+    ("GENTLE_INTRO.md", "--gin_file=finetune.gin", check_finetune),
+    ("GENTLE_INTRO.md", "cache_tasks_main", check_cache),
+]
+
+
+def _checks_of(doc, block):
+  return [check for where, marker, check in CHECKS if where == doc and marker in block]
+
+
+def test_every_check_picks_exactly_one_block():
+  for doc, marker, check in CHECKS:
+    assert sum(marker in block for block in _blocks(doc)) == 1, (doc, check.__name__)
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, flcc_tree, fixture_archive):
   root = tmp_path_factory.mktemp("docs")
@@ -77,12 +204,16 @@ def workspace(tmp_path_factory, flcc_tree, fixture_archive):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("docs")  # the blocks build on each other: one worker, in order
 @pytest.mark.parametrize("doc,index", BLOCKS, ids=[f"{d}-{i}" for d, i in BLOCKS])
 def test_doc_block_runs(workspace, doc, index):
-  script = _runnable(doc, _blocks(doc)[index], workspace)
+  block = _blocks(doc)[index]
+  script = _runnable(doc, block, workspace)
   proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=workspace["dir"],
                         capture_output=True, text=True,
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert proc.returncode == 0, (
       f"{doc} block {index} failed:\n{script}\n--- stdout\n{proc.stdout[-2000:]}"
       f"\n--- stderr\n{proc.stderr[-4000:]}")
+  for check in _checks_of(doc, block):
+    check(workspace["dir"], proc)

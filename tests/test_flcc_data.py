@@ -13,7 +13,7 @@ from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
 
 from conftest import (FILES_PER_REPO, FIXTURE_RATIOS, ORDINARY_REPOS, PLANTED,
-                      fixture_repositories, run_data_cli)
+                      fixture_repositories, run_data_cli, run_data_cli_process)
 
 KEPT = len(ORDINARY_REPOS) * FILES_PER_REPO  # every ordinary file; each planted one is skipped
 PLANTED_TOTAL = sum(len(files) for files in PLANTED.values())
@@ -128,10 +128,11 @@ def test_malformed_metadata_names_the_file(tmp_path, damage, message):
 
 
 def test_cli_bad_input_is_one_line_and_nonzero(tmp_path):
+  """The real entry point, in its own process: one line, exit 1, no traceback."""
   tree_writer.write_flcc_tree(str(tmp_path), {"a/b": {"x.py": b"x = 1\n"}})
   meta = next((tmp_path / "v3" / "repositories" / "a" / "b").iterdir())
   (meta / "paths.json").write_text("{oops")
-  proc = run_data_cli("build", f"--flcc_dir={tmp_path}", f"--data_dir={tmp_path}/tfds",
+  proc = run_data_cli_process("build", f"--flcc_dir={tmp_path}", f"--data_dir={tmp_path}/tfds",
                       check=False)
   assert proc.returncode == 1
   errors = [l for l in proc.stderr.splitlines() if "error" in l]

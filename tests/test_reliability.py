@@ -14,6 +14,7 @@ import random
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -154,66 +155,95 @@ def _dataset_fingerprint(data_dir):
   return report, streams
 
 
-def _kill_at(cmd, seconds, watch_glob):
-  """Starts `cmd`, kill -9s it after `seconds`; True when it had written to `watch_glob`."""
-  proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=QUIET_TF, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-  deadline = time.time() + seconds
-  while time.time() < deadline and proc.poll() is None:
-    time.sleep(0.05)
-  finished = proc.poll() is not None
-  partial = bool(glob.glob(watch_glob, recursive=True))
-  proc.send_signal(signal.SIGKILL)
-  proc.wait()
-  return finished, partial
+def _run_to_completion(cmd):
+  proc = subprocess.run(cmd, cwd=REPO_ROOT, env=QUIET_TF, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc
 
 
-def _timed(cmd):
-  start = time.time()
-  subprocess.run(cmd, cwd=REPO_ROOT, env=QUIET_TF, check=True, capture_output=True)
-  return time.time() - start
+def _started(cmd, stdout=subprocess.DEVNULL):
+  # Unbuffered: a test that waits for a line of the job's output sees it when it is printed.
+  return subprocess.Popen(cmd, cwd=REPO_ROOT, env=dict(QUIET_TF, PYTHONUNBUFFERED="1"),
+                          stdout=stdout, stderr=subprocess.DEVNULL, text=True)
+
+
+def _kill_mid_write(start, partial, finished, rng, max_delay, attempts=4):
+  """kill -9 while output is half-written: start() launches the job, partial() is true once
+  it has written part of its output, finished() once the output is whole. The kill comes a
+  seeded random 0..max_delay seconds after partial output appears; an attempt whose job
+  finished first is repeated, with half the delay, on a clean slate (start() makes one).
+  Returns the delay of the kill that landed; fails if none did."""
+  for _ in range(attempts):
+    proc = start()
+    while proc.poll() is None and not partial():
+      time.sleep(0.02)
+    delay = rng.uniform(0, max_delay)
+    deadline = time.time() + delay
+    while proc.poll() is None and time.time() < deadline:
+      time.sleep(0.02)
+    seen_partial = partial()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if seen_partial and not finished():
+      return delay
+    max_delay /= 2
+  raise AssertionError(f"no kill landed mid-write in {attempts} attempts")
+
+
+def _kills(ci, soak):
+  """Trials of a kill test: `ci` in `make test`, `soak` in the soak tier (`make test-all`)."""
+  return pytest.mark.parametrize("trials", [ci, pytest.param(soak, marks=pytest.mark.soak)])
 
 
 @pytest.mark.slow
-def test_killed_build_then_rerun_equals_an_uninterrupted_build(flcc_tree, tmp_path):
-  def build(data_dir):
-    return [PYTHON, "-m", "code_t5.data", "build", f"--flcc_dir={flcc_tree}",
-            f"--data_dir={data_dir}", RATIOS]
-  duration = _timed(build(tmp_path / "reference"))
-  reference = _dataset_fingerprint(tmp_path / "reference")
+@_kills(4, 16)
+def test_killed_build_then_rerun_equals_an_uninterrupted_build(flcc_tree, flcc_data_dir,
+                                                               tmp_path, trials):
+  # The session's dataset is an uninterrupted build of the same tree with the same ratios.
+  reference = _dataset_fingerprint(flcc_data_dir)
   rng = random.Random(8)
-  for trial in range(4):
+  for trial in range(trials):
     data_dir = tmp_path / f"killed{trial}"
-    moment = rng.uniform(0.5, 1.0) * duration
-    finished, partial = _kill_at(build(data_dir), moment, f"{data_dir}/**/*.tfrecord*")
-    print(f"build killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
-          f"partial output={partial}")
-    if os.path.exists(data_dir / "flcc" / "python" / "1.0.0" / "dataset_info.json"):
-      # What TFDS takes as finished (the rename is its last step) is whole.
-      assert _dataset_fingerprint(data_dir) == reference
-    subprocess.run(build(data_dir), cwd=REPO_ROOT, env=QUIET_TF, check=True, capture_output=True)
+    cmd = [PYTHON, "-m", "code_t5.data", "build", f"--flcc_dir={flcc_tree}",
+           f"--data_dir={data_dir}", RATIOS]
+    finished = data_dir / "flcc" / "python" / "1.0.0" / "dataset_info.json"
+
+    def start():
+      shutil.rmtree(data_dir, ignore_errors=True)
+      return _started(cmd)
+    delay = _kill_mid_write(
+        start, lambda: glob.glob(f"{data_dir}/**/*.tfrecord*", recursive=True),
+        finished.exists, rng, max_delay=0.5)
+    print(f"build killed {delay:.2f}s after its first shard appeared")
+    _run_to_completion(cmd)
     assert _dataset_fingerprint(data_dir) == reference
 
 
 @pytest.mark.slow
-def test_killed_vocab_then_rerun_equals_an_uninterrupted_vocab(flcc_data_dir, tmp_path):
-  def vocab(data_dir):
-    return [PYTHON, "-m", "code_t5.data", "vocab", f"--data_dir={data_dir}",
-            f"--vocab_size={TINY_VOCAB_SIZE}"]
+@_kills(3, 10)
+def test_killed_vocab_then_rerun_equals_an_uninterrupted_vocab(flcc_data_dir, tmp_path,
+                                                               trials):
   with open(os.path.join(flcc_data_dir, "flcc_vocab", "python", "spm.model"), "rb") as f:
     reference = f.read()
-  duration = _timed(vocab(_copy_dataset(flcc_data_dir, tmp_path, "timing")))
   rng = random.Random(9)
-  for trial in range(3):
-    data_dir = _copy_dataset(flcc_data_dir, tmp_path, f"killed{trial}")
-    moment = rng.uniform(0.5, 1.0) * duration
-    finished, partial = _kill_at(vocab(data_dir), moment, f"{data_dir}/flcc_vocab/**")
-    print(f"vocab killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
-          f"partial output={partial}")
+  for trial in range(trials):
+    data_dir = tmp_path / f"killed{trial}"
+    cmd = [PYTHON, "-m", "code_t5.data", "vocab", f"--data_dir={data_dir}",
+           f"--vocab_size={TINY_VOCAB_SIZE}"]
     model = data_dir / "flcc_vocab" / "python" / "spm.model"
-    if model.exists():  # renamed into place last: what is there is whole
-      assert model.read_bytes() == reference
-    subprocess.run(vocab(data_dir), cwd=REPO_ROOT, env=QUIET_TF, check=True, capture_output=True)
+    training = []  # set once the job says it is training: its model is being made
+
+    def start():
+      shutil.rmtree(data_dir, ignore_errors=True)
+      _copy_dataset(flcc_data_dir, tmp_path, f"killed{trial}")
+      training.clear()
+      proc = _started(cmd, stdout=subprocess.PIPE)
+      threading.Thread(target=lambda: training.extend(
+          line for line in proc.stdout if "training sentencepiece" in line), daemon=True).start()
+      return proc
+    delay = _kill_mid_write(start, lambda: bool(training), model.exists, rng, max_delay=0.5)
+    print(f"vocab killed {delay:.2f}s into sentencepiece training")
+    _run_to_completion(cmd)
     assert model.read_bytes() == reference
 
 
@@ -228,30 +258,31 @@ def _cached_records(cache_dir):
 
 
 @pytest.mark.slow
-def test_killed_caching_is_not_used_and_rerun_completes_it(flcc_data_dir, tmp_path):
-  duration = _timed(cache_tasks_command(flcc_data_dir, tmp_path / "reference"))
+@_kills(2, 6)
+def test_killed_caching_is_not_used_and_rerun_completes_it(flcc_data_dir, tmp_path, trials):
+  _run_to_completion(cache_tasks_command(flcc_data_dir, tmp_path / "reference"))
   reference = _cached_records(tmp_path / "reference")
   assert reference
   rng = random.Random(10)
-  for trial in range(2):
+  for trial in range(trials):
     cache_dir = tmp_path / f"killed{trial}"
-    moment = rng.uniform(0.5, 0.95) * duration
-    finished, partial = _kill_at(cache_tasks_command(flcc_data_dir, cache_dir), moment,
-                                 f"{cache_dir}/**/*.tfrecord*")
-    print(f"caching killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
-          f"partial output={partial}")
-    if (cache_dir / "flcc_python_full_line" / "COMPLETED").exists():
-      assert _cached_records(cache_dir) == reference
-    else:
-      # Training from that cache refuses it rather than training on part of the data.
-      proc = _mesh_main(tmp_path / f"model{trial}", flcc_data_dir, gin_params=[
-          "MIXTURE_NAME = 'flcc_python_full_line'", "run.train_steps = 2",
-          "mesh_train_dataset_fn.use_cached = True"],
-          flags=[f"--additional_task_cache_dirs={cache_dir}"])
-      _assert_one_line_error(proc, "does not exist in any")
-    subprocess.run(cache_tasks_command(flcc_data_dir, cache_dir), cwd=REPO_ROOT, env=QUIET_TF,
-                   check=True, capture_output=True)
-    assert (cache_dir / "flcc_python_full_line" / "COMPLETED").exists()
+    completed = cache_dir / "flcc_python_full_line" / "COMPLETED"
+
+    def start():
+      shutil.rmtree(cache_dir, ignore_errors=True)
+      return _started(cache_tasks_command(flcc_data_dir, cache_dir))
+    delay = _kill_mid_write(
+        start, lambda: glob.glob(f"{cache_dir}/**/*.tfrecord*", recursive=True),
+        completed.exists, rng, max_delay=1.0)
+    print(f"caching killed {delay:.2f}s after its first shard appeared")
+    # Training from that cache refuses it rather than training on part of the data.
+    proc = _mesh_main(tmp_path / f"model{trial}", flcc_data_dir, gin_params=[
+        "MIXTURE_NAME = 'flcc_python_full_line'", "run.train_steps = 2",
+        "mesh_train_dataset_fn.use_cached = True"],
+        flags=[f"--additional_task_cache_dirs={cache_dir}"])
+    _assert_one_line_error(proc, "does not exist in any")
+    _run_to_completion(cache_tasks_command(flcc_data_dir, cache_dir))
+    assert completed.exists()
     assert _cached_records(cache_dir) == reference
 
 
@@ -261,69 +292,73 @@ def _checkpoint_steps(model_dir):
 
 
 @pytest.mark.slow
-def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_path):
-  """kill -9, the same command again: it restores its last checkpoint, ends at the asked
-  step, and `run.keep_checkpoint_max` still holds."""
+@_kills(2, 6)
+def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_path, trials):
+  """kill -9 between two checkpoints, the same command again: it restores its last
+  checkpoint, ends at the asked step, and `run.keep_checkpoint_max` still holds."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   steps = 40
-
-  def train(model_dir):
-    return mesh_main_command(model_dir, flcc_data_dir, BASE_GIN, TINY_MODEL + [
+  rng = random.Random(11)
+  for trial in range(trials):
+    model_dir = tmp_path / f"killed{trial}"
+    cmd = mesh_main_command(model_dir, flcc_data_dir, BASE_GIN, TINY_MODEL + [
         "MIXTURE_NAME = 'flcc_python_full_line'", f"run.train_steps = {steps}",
         "utils.run.save_checkpoints_steps = 5", "utils.run.iterations_per_loop = 5",
         "run.keep_checkpoint_max = 2"])
-  duration = _timed(train(tmp_path / "timing"))
-  rng = random.Random(11)
-  resumed_mid_run = 0
-  for trial in range(2):
-    model_dir = tmp_path / f"killed{trial}"
-    moment = rng.uniform(0.4, 0.95) * duration
-    finished, partial = _kill_at(train(model_dir), moment, f"{model_dir}/model.ckpt-*.index")
+
+    def start():
+      shutil.rmtree(model_dir, ignore_errors=True)
+      return _started(cmd)
+    delay = _kill_mid_write(start, lambda: _checkpoint_steps(model_dir),
+                            lambda: steps in _checkpoint_steps(model_dir), rng, max_delay=1.0)
     saved = _checkpoint_steps(model_dir)
-    print(f"training killed at {moment:.1f}s of {duration:.1f}s: finished={finished} "
-          f"checkpoints={saved}")
-    proc = subprocess.run(train(model_dir), cwd=REPO_ROOT, env=QUIET_TF, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    if saved:
-      restored = f"Restoring parameters from {model_dir}/model.ckpt-{saved[-1]}"
-      assert restored in proc.stderr  # continued, not started over
-      resumed_mid_run += 0 < saved[-1] < steps
+    print(f"training killed {delay:.2f}s after its first checkpoint: checkpoints={saved}")
+    assert saved and saved[-1] < steps
+    proc = _run_to_completion(cmd)
+    # Continued, not started over.
+    assert f"Restoring parameters from {model_dir}/model.ckpt-{saved[-1]}" in proc.stderr
     kept = _checkpoint_steps(model_dir)
     assert kept[-1] == steps and len(kept) == 2
     final = tf.train.latest_checkpoint(str(model_dir))
     assert tf.train.load_variable(final, "global_step") == steps
-  assert resumed_mid_run  # at least one kill landed between two checkpoints of the run
 
 
 # --- determinism ----------------------------------------------------------------------------
 
-BATCHES_SCRIPT = """
+BATCHES_CODE = """
 import hashlib, sys
 import seqio, code_t5
 from t5.models import mesh_transformer
-seqio.set_tfds_data_dir_override(sys.argv[1])
-ds = mesh_transformer.mesh_train_dataset_fn(
-    "flcc_python", {"inputs": 64, "targets": 16}, seed=int(sys.argv[2]))
-digest = hashlib.sha256()
-for row in ds.take(40).as_numpy_iterator():
-  for key in sorted(row):
-    digest.update(key.encode() + row[key].tobytes())
-print(digest.hexdigest())
+
+def batches_digest(data_dir, seed):
+  seqio.set_tfds_data_dir_override(data_dir)
+  try:
+    ds = mesh_transformer.mesh_train_dataset_fn(
+        "flcc_python", {"inputs": 64, "targets": 16}, seed=seed)
+    digest = hashlib.sha256()
+    for row in ds.take(40).as_numpy_iterator():
+      for key in sorted(row):
+        digest.update(key.encode() + row[key].tobytes())
+    return digest.hexdigest()
+  finally:
+    seqio.set_tfds_data_dir_override(None)
+
+if __name__ == "__main__":
+  print(" ".join(batches_digest(sys.argv[1], int(seed)) for seed in sys.argv[2:]))
 """
-
-
-def _batches_digest(data_dir, seed):
-  proc = subprocess.run([PYTHON, "-c", BATCHES_SCRIPT, str(data_dir), str(seed)],
-                        cwd=REPO_ROOT, env=QUIET_TF, capture_output=True, text=True)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return proc.stdout.split()[-1]
 
 
 @pytest.mark.slow
 def test_the_same_seed_gives_the_same_training_rows(flcc_data_dir):
-  first, again, other = (_batches_digest(flcc_data_dir, s) for s in (7, 7, 8))
-  assert first == again
+  """Seeds 7 and 8 in a fresh process, seed 7 again in this one: the same seed gives the
+  same rows in any process, another seed other rows."""
+  proc = subprocess.run([PYTHON, "-c", BATCHES_CODE, flcc_data_dir, "7", "8"],
+                        cwd=REPO_ROOT, env=QUIET_TF, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  first, other = proc.stdout.split()[-2:]
+  namespace = {"__name__": "batches"}
+  exec(BATCHES_CODE, namespace)  # pylint: disable=exec-used
+  assert namespace["batches_digest"](flcc_data_dir, 7) == first
   assert first != other
 
 

@@ -1,4 +1,4 @@
-"""The mesh-tensorflow shim: installed with the package, lazy, and effective."""
+"""The shim: installed with the package, lazy, and effective (mesh-tf imports, t5 without torch)."""
 
 import subprocess
 
@@ -23,8 +23,8 @@ def test_mesh_tensorflow_imports_with_the_patch_applied():
       "import sys, mesh_tensorflow\n"
       "from tensorflow.python.framework import ops, tensor_conversion_registry as r\n"
       "assert ops.register_tensor_conversion_function is r.register_tensor_conversion_function\n"
-      "names = [type(f).__name__ for f in sys.meta_path]\n"
-      "assert '_PatchBeforeMeshTensorflow' not in names, 'finder should step aside'\n")
+      "import _code_t5_mtf_shim as shim\n"
+      "assert shim._FINDER.pending == {'t5.models'}, 'mesh-tf handled, t5.models awaited'\n")
   assert proc.returncode == 0, proc.stderr
 
 
@@ -35,3 +35,22 @@ def test_mesh_transformer_main_helpfull_lists_t5_flags():
   # absl exits with status 1 after printing help; an import failure would be a traceback.
   assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
   assert "--t5_tfds_data_dir" in proc.stdout and "--gin_location_prefix" in proc.stdout
+
+
+def test_t5_models_imports_without_torch_and_still_offers_the_hf_model():
+  proc = _python(
+      "import sys, t5.models\n"
+      "from t5.models import mesh_transformer, mtf_model\n"
+      "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+      "assert not [f for f in sys.meta_path if type(f).__name__ == '_PatchBeforeMeshTensorflow']\n"
+      "from t5.models import HfPyTorchModel\n"
+      "import t5.models.hf_model as real\n"
+      "assert HfPyTorchModel is real.HfPyTorchModel is t5.models.HfPyTorchModel\n"
+      "assert 'torch' in sys.modules\n"
+      "try:\n"
+      "  t5.models.NoSuchModel\n"
+      "except AttributeError as e:\n"
+      "  assert 'NoSuchModel' in str(e)\n"
+      "else:\n"
+      "  raise AssertionError('no AttributeError')\n")
+  assert proc.returncode == 0, proc.stderr[-3000:]

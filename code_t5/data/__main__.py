@@ -189,6 +189,8 @@ def main(argv=None) -> int:
       raise
     print(f"code_t5.data {args.command}: error: {e}", file=sys.stderr)
     return 1
+  finally:  # main() may run again in this process (the tests call it)
+    flcc.log.removeHandler(handler)
   return 0
 
 
