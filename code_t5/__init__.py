@@ -3,7 +3,8 @@
 `--module_import=code_t5` registers the seqio Tasks and Mixtures of `code_t5/tasks.py` and
 puts code_t5's gin files on gin's search path. Under t5's entry point it also turns errors into
 one line (`errors.py`) and skips the graph and checkpoint writes before the first training step
-(`startup.py`).
+(`startup.py`); under seqio's cache_tasks_main it removes what a killed run left
+(`seqio_cache.py`).
 """
 
 import os
@@ -35,3 +36,6 @@ startup.install_if_entry_point()
 from code_t5 import decoding  # noqa: E402,F401  (gin: code_t5.prefix_lm_beam_search)
 from code_t5 import infer  # noqa: E402,F401  (gin: infer, score and export hooks)
 from code_t5 import tasks  # noqa: E402,F401  (registers Tasks and Mixtures)
+from code_t5 import seqio_cache  # noqa: E402
+
+seqio_cache.clean_up_if_entry_point()  # after the Tasks exist: it selects among them

@@ -48,10 +48,11 @@ def _report(kind, error, traceback):
                    f"  ({TRACEBACK_ENV}=1 shows the traceback)\n")
 
 
-def running_entry_point() -> bool:
+def running_entry_point(names=ENTRY_POINTS) -> bool:
+  """Whether this process was started as `python -m <one of names>`."""
   main = sys.modules.get("__main__")
   spec = getattr(main, "__spec__", None)
-  return getattr(spec, "name", None) in ENTRY_POINTS
+  return getattr(spec, "name", None) in names
 
 
 def install_if_entry_point() -> None:

@@ -7,6 +7,7 @@ how many of each, so tests assert exact counts.
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -153,6 +154,13 @@ def run_data_cli(*args, check=True):
       returncode = e.code
   return _checked(subprocess.CompletedProcess(list(args), returncode, stdout.getvalue(),
                                               stderr.getvalue()), check)
+
+
+def reported(stdout, key):
+  """The value the data CLI printed for `key` in its report, whatever the column width."""
+  match = re.search(rf"^  {re.escape(key)} +(\S.*)$", stdout, re.M)
+  assert match, f"no {key!r} in:\n{stdout}"
+  return match.group(1)
 
 
 def run_data_cli_process(*args, check=True):

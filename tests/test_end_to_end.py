@@ -118,7 +118,7 @@ def test_bitransformer_trains_and_startup_writes_come_back_when_asked(flcc_data_
   with open(os.path.join(model_dir, "operative_config.gin")) as f:
     config = f.read()
   assert "model_type = 'bitransformer'" in config
-  assert "code_t5.startup_writes.graph = True" in config
+  assert "startup_writes.graph = True" in config  # gin writes the short name
   # TensorFlow's own behaviour: the graph, checkpoint 0, a meta graph beside each checkpoint.
   assert os.path.exists(os.path.join(model_dir, "graph.pbtxt"))
   for step in (0, 3):

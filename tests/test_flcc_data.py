@@ -13,7 +13,8 @@ from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
 
 from conftest import (FILES_PER_REPO, FIXTURE_RATIOS, ORDINARY_REPOS, PLANTED,
-                      fixture_repositories, run_data_cli, run_data_cli_process)
+                      fixture_repositories, reported, run_data_cli,
+                      run_data_cli_process)
 
 KEPT = len(ORDINARY_REPOS) * FILES_PER_REPO  # every ordinary file; each planted one is skipped
 PLANTED_TOTAL = sum(len(files) for files in PLANTED.values())
@@ -50,7 +51,7 @@ def test_plan_is_deterministic_and_keeps_real_paths(flcc_tree):
 
 def test_holdout_prefixes_is_the_old_dev_set_recipe(flcc_tree):
   plan = flcc.plan_build(flcc_tree, "python", FIXTURE_RATIOS, holdout_prefixes="ab")
-  held_out = {r for r, s in plan.split_of_repository.items() if s != "train"}
+  held_out = {r.rsplit("/", 1)[0] for r, s in plan.split_of_repository.items() if s != "train"}
   assert held_out == {"alice/alpha", "bob/beta"}
 
 
@@ -108,23 +109,35 @@ def test_cli_names_missing_and_unreadable_files_and_counts_them(tmp_path):
   assert len(warnings) == 2, proc.stderr
   assert f"lists {missing.name}, which is not in {missing.parent}" in warnings[0]
   assert f"{unreadable}: unreadable" in warnings[1]
-  assert "files_skipped: missing     1" in proc.stdout
-  assert "files_skipped: unreadable  1" in proc.stdout
+  assert reported(proc.stdout, "files_skipped: missing") == "1"
+  assert reported(proc.stdout, "files_skipped: unreadable") == "1"
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda meta: os.remove(meta / "paths.json"), "paths.json: missing"),
-    (lambda meta: (meta / "paths.json").write_text("{not json"), "paths.json: not valid JSON"),
-    (lambda meta: (meta / "files.json").write_text("[1, 2]"), "files.json: expected an object"),
-    (lambda meta: (meta / "METADATA").write_text("A\tx.py\n"), "METADATA: commit does not start"),
+@pytest.mark.parametrize("damage, message, reason", [
+    (lambda meta: os.remove(meta / "paths.json"), "paths.json: missing", flcc.BAD_PATHS_JSON),
+    (lambda meta: (meta / "paths.json").write_text("{not json"), "paths.json: not valid JSON",
+     flcc.BAD_PATHS_JSON),
+    (lambda meta: (meta / "files.json").write_text("[1, 2]"), "files.json: expected an object",
+     flcc.BAD_FILES_JSON),
+    (lambda meta: (meta / "METADATA").write_text("A\tx.py\n"),
+     "METADATA:1: commit does not start", flcc.BAD_METADATA),
+    (lambda meta: (meta / "METADATA").unlink() or (meta / "METADATA").mkdir(),
+     "METADATA: unreadable", flcc.BAD_METADATA),
 ])
-def test_malformed_metadata_names_the_file(tmp_path, damage, message):
-  tree_writer.write_flcc_tree(str(tmp_path), {"a/b": {"x.py": b"x = 1\n"}})
+def test_a_malformed_repository_is_named_skipped_and_counted(tmp_path, damage, message, reason,
+                                                             caplog):
+  tree_writer.write_flcc_tree(str(tmp_path), {"a/b": {"x.py": b"x = 1\n"},
+                                              "c/d": {"y.py": b"y = 2\n"}})
   meta = next((tmp_path / "v3" / "repositories" / "a" / "b").iterdir())
   damage(meta)
-  with pytest.raises(flcc.FlccFormatError, match=message) as error:
-    flcc.plan_build(str(tmp_path), "python")
-  assert str(meta) in str(error.value)
+  report = flcc.plan_build(str(tmp_path), "python", (1.0, 0.0, 0.0)).report()
+  assert report[f"repositories_skipped: {reason}"] == 1
+  assert report["repos_processed"] == 1 and report["splits"]["train"]["files"] == 1
+  [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert str(meta) in warning and message in warning
+  with pytest.raises(flcc.RepositoryError, match=message) as error:  # --strict
+    flcc.plan_build(str(tmp_path), "python", strict=True)
+  assert str(meta) in str(error.value) and error.value.reason == reason
 
 
 def test_cli_bad_input_is_one_line_and_nonzero(tmp_path):
@@ -133,7 +146,7 @@ def test_cli_bad_input_is_one_line_and_nonzero(tmp_path):
   meta = next((tmp_path / "v3" / "repositories" / "a" / "b").iterdir())
   (meta / "paths.json").write_text("{oops")
   proc = run_data_cli_process("build", f"--flcc_dir={tmp_path}", f"--data_dir={tmp_path}/tfds",
-                      check=False)
+                              "--strict", check=False)
   assert proc.returncode == 1
   errors = [l for l in proc.stderr.splitlines() if "error" in l]
   assert errors == [f"code_t5.data build: error: {meta}/paths.json: not valid JSON "
@@ -169,9 +182,36 @@ def test_dataset_loads_with_tfds_and_matches_the_report(flcc_data_dir, flcc_tree
 
 def test_rebuild_reuses_the_finished_dataset(flcc_data_dir, flcc_tree):
   data_file_times = {p: os.path.getmtime(p) for p in _dataset_files(flcc_data_dir)}
-  proc = run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={flcc_data_dir}")
+  ratios = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
+  proc = run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={flcc_data_dir}", ratios)
   assert "files_processed" in proc.stdout
   assert {p: os.path.getmtime(p) for p in _dataset_files(flcc_data_dir)} == data_file_times
+
+
+def test_a_rebuild_from_other_inputs_is_refused_and_overwrite_replaces_it(tmp_path):
+  tree_writer.write_flcc_tree(str(tmp_path / "tree"), {"a/b": {"x.py": b"x = 1\n"},
+                                                       "c/d": {"y.py": b"y = 2\n"}})
+  build = ["build", f"--flcc_dir={tmp_path / 'tree'}", f"--data_dir={tmp_path / 'tfds'}"]
+  run_data_cli(*build, "--ratios=1,0,0")
+  report_file = builder.report_path(str(tmp_path / "tfds"), "python")
+  proc = run_data_cli(*build, "--ratios=0.5,0.5,0", check=False)
+  assert proc.returncode == 1
+  [error] = proc.stderr.strip().splitlines()[-1:]
+  assert error.startswith(f"code_t5.data build: error: {os.path.dirname(report_file)}: built "
+                          "from other inputs (ratios [1.0, 0.0, 0.0], now [0.5, 0.5, 0.0]); "
+                          "--overwrite replaces it"), error
+  proc = run_data_cli(*build, "--ratios=0.5,0.5,0", "--overwrite")
+  with open(report_file) as f:
+    assert json.load(f)["fingerprint"]["ratios"] == [0.5, 0.5, 0.0]
+  run_data_cli(*build, "--ratios=0.5,0.5,0")  # the same inputs again: reused
+  # A dataset whose report has no fingerprint came from an older recipe.
+  with open(report_file) as f:
+    report = json.load(f)
+  del report["fingerprint"]
+  with open(report_file, "w") as f:
+    json.dump(report, f)
+  proc = run_data_cli(*build, "--ratios=0.5,0.5,0", check=False)
+  assert proc.returncode == 1 and "recorded no fingerprint" in proc.stderr
 
 
 def _dataset_files(data_dir):

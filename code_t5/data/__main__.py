@@ -38,13 +38,24 @@ def _ratios(text):
   return ratios
 
 
+def _language(text):
+  try:
+    return flcc.canonical_language(text)
+  except flcc.FlccFormatError as e:
+    raise argparse.ArgumentTypeError(str(e)) from None
+
+
+LANGUAGE_HELP = ("ours (python, cpp, csharp, ...) or the tree's own spelling "
+                 "(Python, C++, C#, JavaScript, ...), any case")
+
+
 def _print_report(report: dict) -> None:
   width = max(len(k) for k in report)
   for key, value in report.items():
     if key == "splits":
       for split, counts in value.items():
         print(f"  {split:<{width}}  " + "  ".join(f"{k}={v}" for k, v in counts.items()))
-    elif key != "options":
+    elif key not in ("options", "fingerprint"):  # in the JSON report only
       print(f"  {key:<{width}}  {value}")
 
 
@@ -57,9 +68,17 @@ def cmd_build(args) -> dict:
   options = builder.BuildOptions(
       ratios=args.ratios, holdout_prefixes=args.holdout_prefixes,
       filters=flcc.Filters(args.max_line_length, args.max_file_bytes),
-      archive=provenance.get("archive", ""), archive_sha256=provenance.get("sha256", ""))
+      archive=provenance.get("archive", ""), archive_sha256=provenance.get("sha256", ""),
+      strict=args.strict)
+  # `dev --overwrite` retrains the vocabulary only; `build --overwrite` replaces the dataset.
+  replace = args.command == "build" and args.overwrite
   report = builder.build(args.flcc_dir, args.data_dir, args.language, options,
-                         beam_runner=args.beam_runner, beam_flags=args.beam_options.split())
+                         beam_runner=args.beam_runner, beam_flags=args.beam_options.split(),
+                         overwrite=replace)
+  vocab = vocab_lib.vocab_path(args.data_dir, args.language)
+  if replace and os.path.exists(vocab):
+    print(f"note: {vocab} was trained on the dataset this build replaced; "
+          f"`python -m code_t5.data vocab --overwrite` retrains it")
   print(f"flcc/{args.language} in {args.data_dir}:")
   _print_report(report)
   print(f"report: {builder.report_path(args.data_dir, args.language)}")
@@ -119,7 +138,9 @@ def _add_build_flags(parser, need_source, ratios=(0.9, 0.05, 0.05)):
                              "URL; downloads resume, extraction goes to DATA_DIR/downloads")
     parser.add_argument("--archive_sha256", default=None,
                         help="fail unless the archive has this sha-256")
-  parser.add_argument("--language", default="python", choices=sorted(flcc.LANGUAGES))
+  parser.add_argument("--language", default="python", type=_language, help=LANGUAGE_HELP)
+  parser.add_argument("--strict", action="store_true",
+                      help="stop at a malformed repository instead of skipping and counting it")
   parser.add_argument("--ratios", type=_ratios, default=ratios,
                       help="train,validation,test shares of repositories")
   parser.add_argument("--holdout_prefixes", default="",
@@ -150,11 +171,13 @@ def make_parser():
   build = sub.add_parser("build", help="FLCC v3 tree -> TFDS dataset flcc/<language>")
   _add_build_flags(build, need_source=True)
   build.add_argument("--data_dir", required=True, help="TFDS data dir (--t5_tfds_data_dir)")
+  build.add_argument("--overwrite", action="store_true",
+                     help="replace a finished dataset built from another tree or options")
   build.set_defaults(run=cmd_build)
 
   vocab = sub.add_parser("vocab", help="train the sentencepiece vocabulary on the train split")
   vocab.add_argument("--data_dir", required=True)
-  vocab.add_argument("--language", default="python", choices=sorted(flcc.LANGUAGES))
+  vocab.add_argument("--language", default="python", type=_language, help=LANGUAGE_HELP)
   _add_vocab_flags(vocab, vocab_lib.DEFAULT_VOCAB_SIZE)
   vocab.set_defaults(run=cmd_vocab)
 
@@ -180,17 +203,18 @@ def main(argv=None) -> int:
   handler = logging.StreamHandler(sys.stderr)
   handler.setFormatter(logging.Formatter(f"code_t5.data {args.command}: %(levelname)s: %(message)s"))
   flcc.log.addHandler(handler)
-  flcc.log.propagate = False
+  propagate, flcc.log.propagate = flcc.log.propagate, False
   try:
     args.run(args)
   except (flcc.FlccFormatError, vocab_lib.VocabularyError, archive_lib.ArchiveError,
-          UsageError, OSError) as e:
+          flcc.BuildMismatchError, UsageError, OSError) as e:
     if args.verbose:
       raise
     print(f"code_t5.data {args.command}: error: {e}", file=sys.stderr)
     return 1
   finally:  # main() may run again in this process (the tests call it)
     flcc.log.removeHandler(handler)
+    flcc.log.propagate = propagate
   return 0
 
 

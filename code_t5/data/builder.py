@@ -12,8 +12,10 @@ same report.
 
 import collections
 import dataclasses
+import hashlib
 import json
 import os
+import shutil
 from typing import Optional, Sequence, Tuple
 
 import tensorflow_datasets as tfds
@@ -22,6 +24,9 @@ from tqdm import tqdm
 from code_t5.data import flcc
 
 REPORT_FILE = "flcc_report.json"
+# What a tree and options turn into. Raise it when that changes, so that a dataset built the
+# old way is not taken for one built the new way. 2: a repository is author/repo/init hash.
+RECIPE = 2
 
 
 @dataclasses.dataclass
@@ -39,6 +44,8 @@ class BuildOptions:
   # Where the tree came from: an archive path or URL and its sha-256, when built from one.
   archive: str = ""
   archive_sha256: str = ""
+  # A malformed repository stops the build instead of being skipped and counted.
+  strict: bool = False
 
 
 class Flcc(tfds.core.GeneratorBasedBuilder):
@@ -52,9 +59,10 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
       "`python -m code_t5.data build --flcc_dir=PATH`, or `python -m code_t5.data dev` for "
       "the no-download dev tree.")
 
-  def __init__(self, *, options: BuildOptions = BuildOptions(), **kwargs):
+  def __init__(self, *, options: BuildOptions = BuildOptions(), fingerprint=None, **kwargs):
     super().__init__(**kwargs)
     self.options = options
+    self.fingerprint = fingerprint  # recorded in the report
     self.flcc_report = None
     self._beam_flcc_dir = None
 
@@ -82,13 +90,14 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     with tqdm(desc=f"scan {config.language}", unit=" files", mininterval=1) as progress:
       plan = flcc.plan_build(flcc_dir, config.language,
                              options.ratios, options.holdout_prefixes, options.filters,
-                             progress)
+                             progress, options.strict)
     self._write_report(plan.report())
     return {split: self._generate_examples(plan.files[split], config.language)
             for split in flcc.SPLITS if plan.files[split]}
 
   def _write_report(self, report):
     report["options"] = dataclasses.asdict(self.options)
+    report["fingerprint"] = self.fingerprint
     # self.data_dir is TFDS' incomplete directory here: the report lands with the dataset.
     os.makedirs(self.data_dir, exist_ok=True)
     with open(os.path.join(self.data_dir, REPORT_FILE), "w") as f:
@@ -107,7 +116,8 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     kept = (pipeline
             | "Repositories" >> beam.Create(list(enumerate(repos)))
             | "Spread" >> beam.Reshuffle()
-            | "Inspect" >> beam.FlatMap(_beam_candidates, root, language, options.filters)
+            | "Inspect" >> beam.FlatMap(_beam_candidates, root, language, options.filters,
+                                        options.strict)
             | "GroupBySha" >> beam.GroupByKey()
             | "KeepFirstCopy" >> beam.Map(_beam_first_copy))
     _ = (kept
@@ -146,19 +156,11 @@ def _inc(name, value=1):
   beam.metrics.Metrics.counter(_BEAM_NAMESPACE, name).inc(value)
 
 
-def _beam_candidates(rank_and_repo, root, language, filters):
+def _beam_candidates(rank_and_repo, root, language, filters, strict):
   """Kept files of one repository as (sha, (order, split, source, size)); counts the rest."""
   rank, repo_dir = rank_and_repo
-  sources, missing = flcc.list_repository_files(root, language, repo_dir)
-  _inc(f"skipped:{flcc.MISSING}", missing)
-  _inc("repos_processed")
-  for index, source in enumerate(sources):
-    reason, sha, size = flcc.inspect_file(source, filters)
-    if reason != flcc.UNREADABLE:
-      _inc("files_processed")
-    if reason is not None:
-      _inc(f"skipped:{reason}")
-      continue
+  candidates = flcc.repository_candidates(root, language, repo_dir, filters, _inc, strict)
+  for index, (source, sha, size) in enumerate(candidates):
     yield sha, ((rank, index), repo_dir.split, source, size)
 
 
@@ -184,20 +186,53 @@ def _example(source: flcc.SourceFile, sha: str, language: str) -> dict:
   }
 
 
+def fingerprint(flcc_dir: str, language: str, options: BuildOptions) -> dict:
+  """What a dataset is made from: the tree's repositories (their names, not their bytes: a
+  listing is cheap on 500 GB), the language, and the options that decide what is kept and
+  where it goes. Beam or not, --strict and the archive's path change none of it."""
+  names = "\n".join("/".join(r) for r in flcc.iter_repository_dirs(flcc.languages_root(flcc_dir)))
+  return {
+      "recipe": RECIPE,
+      "language": language,
+      "repositories": names.count("\n") + 1 if names else 0,
+      "repositories_sha256": hashlib.sha256(names.encode("utf-8")).hexdigest(),
+      "ratios": list(options.ratios),
+      "holdout_prefixes": options.holdout_prefixes,
+      "filters": dataclasses.asdict(options.filters),
+  }
+
+
+def _differences(recorded: Optional[dict], wanted: dict) -> str:
+  if not recorded:
+    return "an earlier code_t5 built it and recorded no fingerprint"
+  return "; ".join(f"{key} {recorded.get(key)!r}, now {value!r}"
+                   for key, value in wanted.items() if recorded.get(key) != value)
+
+
 def build(flcc_dir: str, data_dir: str, language: str,
           options: BuildOptions = BuildOptions(), beam_runner: Optional[str] = None,
-          beam_flags: Sequence[str] = ()) -> dict:
+          beam_flags: Sequence[str] = (), overwrite: bool = False) -> dict:
   """Builds `flcc/<language>` into `data_dir` and returns the report.
 
   With `beam_runner` (e.g. "DirectRunner") the build is a Beam pipeline on that runner,
   configured by `beam_flags` (Beam's own command-line flags). A dataset already built in
-  `data_dir` is kept as it is (its report is returned).
+  `data_dir` from the same tree and options is kept as it is (its report is returned); one
+  built from others is a flcc.BuildMismatchError, or with `overwrite` is replaced.
   """
   options = dataclasses.replace(options, beam=beam_runner is not None)
-  builder = Flcc(config=language, data_dir=data_dir, options=options)
+  wanted = fingerprint(flcc_dir, language, options)
+  builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted)
   if builder.is_prepared():
     with open(os.path.join(builder.data_dir, REPORT_FILE)) as f:
-      return json.load(f)
+      report = json.load(f)
+    if report.get("fingerprint") == wanted:
+      return report
+    if not overwrite:
+      raise flcc.BuildMismatchError(
+          f"{builder.data_dir}: built from other inputs ("
+          f"{_differences(report.get('fingerprint'), wanted)}); --overwrite replaces it")
+    shutil.rmtree(builder.data_dir)
+    builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted)
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
   # Given none, TFDS builds PipelineOptions() -- parsed from sys.argv, the caller's own flags,
   # with a warning per flag -- even for an in-process build.

@@ -5,6 +5,12 @@ The layout, as the dataset describes it:
     v3/languages/<Language>/<.ext>/<author>/<repo>/<init hash>/<name>_<unix time><.ext>
     v3/repositories/<author>/<repo>/<init hash>/{files.json, paths.json, METADATA}
 
+A repository is `<author>/<repo>/<init hash>`: FLCC keeps projects whose name was lost as
+`dev/null/<uuid>`, and each of them is a repository of its own. A problem inside one
+repository (its paths.json, files.json or METADATA, a stored dir that cannot be listed)
+skips that repository, with one warning naming the file and a count by reason in the
+report; only a problem with the tree itself stops a build (or any problem, with `strict`).
+
 This module is plain Python (no TensorFlow) so that the plan of a build -- which file goes
 to which split, and why a file was skipped -- can be computed, tested and reported on its own.
 The TFDS builder in `builder.py` turns a plan into a dataset.
@@ -17,12 +23,12 @@ import json
 import logging
 import os
 import re
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 SPLITS = ("train", "validation", "test")
 log = logging.getLogger("code_t5.data")
 
-# Languages of the published dataset and the extensions stored for each.
+# Languages of the published dataset: our name -> (the tree's directory name, extensions).
 LANGUAGES = {
     "python": ("Python", (".py",)),
     "java": ("Java", (".java",)),
@@ -50,6 +56,12 @@ MISSING = "missing"
 UNREADABLE = "unreadable"
 SKIP_REASONS = (EMPTY, GENERATED, LINES_LONG, TOO_LARGE, NOT_UTF8, BINARY, DUPLICATE,
                 MISSING, UNREADABLE)
+# Why a whole repository was skipped.
+BAD_PATHS_JSON = "bad paths.json"
+BAD_FILES_JSON = "bad files.json"
+BAD_METADATA = "bad METADATA"
+UNLISTABLE = "stored dir unlistable"
+REPOSITORY_SKIP_REASONS = (BAD_PATHS_JSON, BAD_FILES_JSON, BAD_METADATA, UNLISTABLE)
 
 _GENERATED_NAME = re.compile(
     r"(_pb2(_grpc)?\.py|\.pb\.go|\.min\.js|\.designer\.cs|_generated\.\w+|\.g\.dart)$")
@@ -67,6 +79,18 @@ class FlccFormatError(Exception):
   """The tree is not in FLCC v3 layout; the message names the offending path."""
 
 
+class BuildMismatchError(Exception):
+  """The data dir holds a finished dataset built from another tree or other options."""
+
+
+class RepositoryError(FlccFormatError):
+  """One repository of the tree is malformed; `reason` is one of REPOSITORY_SKIP_REASONS."""
+
+  def __init__(self, reason: str, message: str):
+    super().__init__(message)
+    self.reason = reason
+
+
 @dataclasses.dataclass(frozen=True)
 class Filters:
   max_line_length: int = 1000
@@ -76,7 +100,7 @@ class Filters:
 @dataclasses.dataclass(frozen=True)
 class SourceFile:
   """One stored file of a repository, before it is read."""
-  repository: str  # "<author>/<repo>"
+  repository: str  # "<author>/<repo>/<init hash>"
   stored_path: str  # absolute path of the stored copy
   path: str  # the file's real path in its repository, from paths.json
   extension: str
@@ -88,7 +112,7 @@ class Plan:
   language: str
   files: Dict[str, List[Tuple[SourceFile, str]]]  # split -> [(file, sha256)]
   counters: collections.Counter
-  split_of_repository: Dict[str, str]
+  split_of_repository: Dict[str, str]  # "<author>/<repo>/<init hash>" -> split
 
   def report(self) -> dict:
     counters = collections.Counter(self.counters)
@@ -105,6 +129,8 @@ def report_from_counters(language: str, counters) -> dict:
       "files_processed": counters["files_processed"],
       "repos_processed": counters["repos_processed"],
   }
+  for reason in REPOSITORY_SKIP_REASONS:
+    report[f"repositories_skipped: {reason}"] = counters[f"repos_skipped:{reason}"]
   for reason in SKIP_REASONS:
     report[f"files_skipped: {reason}"] = counters[f"skipped:{reason}"]
   report["splits"] = {
@@ -121,34 +147,60 @@ def languages_root(flcc_dir: str) -> str:
   return v3 if os.path.isdir(v3) else flcc_dir
 
 
-def _load_json(path: str):
+def _read_text(path: str, reason: str) -> str:
   try:
     with open(path, "rb") as f:
-      return json.loads(f.read().decode("utf-8"))
+      return f.read().decode("utf-8")
   except FileNotFoundError:
-    raise FlccFormatError(f"{path}: missing") from None
-  except (ValueError, UnicodeDecodeError) as e:
-    raise FlccFormatError(f"{path}: not valid JSON ({e})") from None
-  except OSError as e:
-    raise FlccFormatError(f"{path}: unreadable ({e.strerror})") from None
-
-
-def _check_metadata(path: str) -> None:
-  """METADATA is `git log --pretty=%ct --name-status`: a timestamp opens each commit."""
-  try:
-    with open(path, "rb") as f:
-      text = f.read().decode("utf-8")
-  except FileNotFoundError:
-    raise FlccFormatError(f"{path}: missing") from None
+    raise RepositoryError(reason, f"{path}: missing") from None
   except UnicodeDecodeError:
-    raise FlccFormatError(f"{path}: not UTF-8") from None
+    raise RepositoryError(reason, f"{path}: not UTF-8") from None
   except OSError as e:
-    raise FlccFormatError(f"{path}: unreadable ({e.strerror})") from None
-  for commit in filter(None, (c.strip() for c in text.split("\n\n"))):
-    first = commit.split("\n", 1)[0]
-    if not first.isdigit():
-      raise FlccFormatError(
-          f"{path}: commit does not start with a unix time: {first[:60]!r}")
+    raise RepositoryError(reason, f"{path}: unreadable ({e.strerror})") from None
+
+
+def _load_json(path: str, reason: str):
+  text = _read_text(path, reason)
+  try:
+    return json.loads(text)
+  except ValueError as e:
+    raise RepositoryError(reason, f"{path}: not valid JSON ({e})") from None
+
+
+# A name-status line of `git log --name-status`: the status letter (with a similarity score
+# after R and C), a tab, the path (two tab-separated paths for R and C).
+_NAME_STATUS = re.compile(r"[ACDMRTUXB][0-9]*\t[^\t]+(\t[^\t]+)?")
+
+
+def check_metadata(path: str) -> None:
+  """METADATA is the output of `git log --pretty=%ct --name-status --diff-filter=ACDMR`.
+
+  git writes each commit as its unix time on a line, a blank line, then one name-status
+  line per file, with the next commit's time right after the last of them:
+
+      1795370505
+      <blank>
+      M\ta.py
+      A\tb.py
+      1795370505
+      <blank>
+      A\ta.py
+
+  CRLF line ends and a missing final newline are taken as git's own.
+  """
+  text = _read_text(path, BAD_METADATA)
+  in_commit = False
+  for number, line in enumerate(text.splitlines(), 1):
+    if not line.strip():
+      continue
+    if line.isdigit():
+      in_commit = True
+    elif not in_commit:
+      raise RepositoryError(BAD_METADATA, f"{path}:{number}: commit does not start with a "
+                            f"unix time: {line[:60]!r}")
+    elif not _NAME_STATUS.fullmatch(line):
+      raise RepositoryError(BAD_METADATA, f"{path}:{number}: neither a unix time nor a git "
+                            f"name-status line: {line[:60]!r}")
 
 
 def iter_repository_dirs(root: str) -> Iterator[Tuple[str, str, str]]:
@@ -172,28 +224,33 @@ def iter_repository_dirs(root: str) -> Iterator[Tuple[str, str, str]]:
 def list_repository_files(root: str, language: str,
                           repo_dir: "RepositoryDir") -> Tuple[List[SourceFile], int]:
   """The stored files of one repository in `language`, with their real paths, and how many
-  files paths.json lists in `language` that are not stored (missing; each is logged)."""
+  files paths.json lists in `language` that are not stored (missing; each is logged).
+  Raises RepositoryError when the repository's own files are malformed."""
   lang_dir, extensions = LANGUAGES[language]
   author, repo, init_hash = repo_dir.author, repo_dir.repo, repo_dir.init_hash
   meta_dir = os.path.join(root, "repositories", author, repo, init_hash)
-  paths = _load_json(os.path.join(meta_dir, "paths.json"))
+  paths = _load_json(os.path.join(meta_dir, "paths.json"), BAD_PATHS_JSON)
   if not isinstance(paths, dict):
-    raise FlccFormatError(
-        f"{os.path.join(meta_dir, 'paths.json')}: expected an object of stored name -> path")
-  files_json = _load_json(os.path.join(meta_dir, "files.json"))
+    raise RepositoryError(BAD_PATHS_JSON, f"{os.path.join(meta_dir, 'paths.json')}: "
+                          "expected an object of stored name -> path")
+  files_json = _load_json(os.path.join(meta_dir, "files.json"), BAD_FILES_JSON)
   if not isinstance(files_json, dict):
-    raise FlccFormatError(
-        f"{os.path.join(meta_dir, 'files.json')}: expected an object of language/ext -> count")
-  _check_metadata(os.path.join(meta_dir, "METADATA"))
+    raise RepositoryError(BAD_FILES_JSON, f"{os.path.join(meta_dir, 'files.json')}: "
+                          "expected an object of language/ext -> count")
+  check_metadata(os.path.join(meta_dir, "METADATA"))
 
   files, missing = [], 0
   for extension in extensions:
     stored_dir = os.path.join(root, "languages", lang_dir, extension, author, repo,
                               init_hash)
-    stored = set(os.listdir(stored_dir)) if os.path.isdir(stored_dir) else set()
+    try:
+      stored = set(os.listdir(stored_dir)) if os.path.lexists(stored_dir) else set()
+    except OSError as e:
+      raise RepositoryError(UNLISTABLE, f"{stored_dir}: cannot be listed "
+                            f"({e.strerror or e})") from None
     for name in sorted(stored):
       # A name that paths.json does not know was stored under its own (long) name.
-      files.append(SourceFile(f"{author}/{repo}", os.path.join(stored_dir, name),
+      files.append(SourceFile(repo_dir.name, os.path.join(stored_dir, name),
                               str(paths.get(name, name)), extension))
     listed = sorted(n for n in paths if n.endswith(extension) and n not in stored)
     for name in listed:
@@ -257,7 +314,8 @@ class RepositoryDir:
 
   @property
   def name(self) -> str:
-    return f"{self.author}/{self.repo}"
+    """The repository's identity: two projects may share an author/repo (`dev/null`)."""
+    return f"{self.author}/{self.repo}/{self.init_hash}"
 
 
 def assign_splits(flcc_dir: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
@@ -273,7 +331,8 @@ def assign_splits(flcc_dir: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
     raise ValueError(f"split ratios must be three non-negative numbers summing to 1: {ratios}")
   root = languages_root(flcc_dir)
   repos = [RepositoryDir(author, repo, init_hash,
-                         split_for_repository(f"{author}/{repo}", ratios, holdout_prefixes))
+                         split_for_repository(f"{author}/{repo}/{init_hash}", ratios,
+                                              holdout_prefixes))
            for author, repo, init_hash in iter_repository_dirs(root)]
   repos.sort(key=lambda r: SPLITS.index(r.split))  # stable: names stay sorted within a split
   return root, repos
@@ -296,10 +355,20 @@ def read_text(source: SourceFile) -> str:
     return f.read().decode("utf-8")
 
 
+def canonical_language(name: str) -> str:
+  """Our name of a language, from ours or the tree's own spelling in any case: "python",
+  "Python", "C++" -> "cpp", "C#" -> "csharp", "JavaScript" -> "javascript"."""
+  for language, (tree_name, _) in LANGUAGES.items():
+    if name.lower() in (language, tree_name.lower()):
+      return language
+  known = ", ".join(f"{l} ({t})" for l, (t, _) in sorted(LANGUAGES.items()))
+  raise FlccFormatError(f"unknown language {name!r}; known: {known}")
+
+
 def check_language(language: str) -> None:
+  canonical_language(language)
   if language not in LANGUAGES:
-    raise FlccFormatError(
-        f"unknown language {language!r}; known: {', '.join(sorted(LANGUAGES))}")
+    raise FlccFormatError(f"{language!r}: use the name {canonical_language(language)!r}")
 
 
 def check_not_empty(flcc_dir: str, language: str, kept: int, counters) -> None:
@@ -309,29 +378,53 @@ def check_not_empty(flcc_dir: str, language: str, kept: int, counters) -> None:
         f"({counters['repos_processed']} repositories, {counters['files_processed']} files read)")
 
 
+def repository_candidates(root: str, language: str, repo_dir: RepositoryDir,
+                          filters: Filters, count: Callable[[str, int], None],
+                          strict: bool = False) -> Iterator[Tuple[SourceFile, str, int]]:
+  """(file, sha-256, size) of each file of one repository that passes the filters, in order;
+  duplicates are judged by the caller. Everything else is counted with `count(name, n)`:
+  the repository as processed or skipped by reason (a warning names the file), each file
+  as processed or skipped by reason. The in-process and the Beam build both read
+  repositories through this."""
+  try:
+    sources, missing = list_repository_files(root, language, repo_dir)
+  except RepositoryError as e:
+    if strict:
+      raise
+    log.warning("%s (repository skipped; --strict stops instead)", e)
+    count(f"repos_skipped:{e.reason}", 1)
+    return
+  count(f"skipped:{MISSING}", missing)
+  count("repos_processed", 1)
+  for source in sources:
+    reason, sha, size = inspect_file(source, filters)
+    if reason != UNREADABLE:
+      count("files_processed", 1)
+    if reason is not None:
+      count(f"skipped:{reason}", 1)
+      continue
+    yield source, sha, size
+
+
 def plan_build(flcc_dir: str, language: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
                holdout_prefixes: str = "", filters: Filters = Filters(),
-               progress=None) -> Plan:
+               progress=None, strict: bool = False) -> Plan:
   """Reads every file once: filters, de-duplicates by content and assigns splits."""
   check_language(language)
   root, repos = assign_splits(flcc_dir, ratios, holdout_prefixes)
   counters = collections.Counter()
   files = {split: [] for split in SPLITS}
   seen = set()
+
+  def count(name, n):
+    counters[name] += n
+    if progress is not None and name == "files_processed":
+      progress.update(n)
   for repo_dir in repos:
-    sources, missing = list_repository_files(root, language, repo_dir)
-    counters[f"skipped:{MISSING}"] += missing
-    counters["repos_processed"] += 1
-    for source in sources:
-      if progress is not None:
-        progress.update(1)
-      reason, sha, size = inspect_file(source, filters)
-      if reason != UNREADABLE:
-        counters["files_processed"] += 1
-      if reason is None and sha in seen:
-        reason = DUPLICATE
-      if reason is not None:
-        counters[f"skipped:{reason}"] += 1
+    for source, sha, size in repository_candidates(root, language, repo_dir, filters, count,
+                                                   strict):
+      if sha in seen:
+        counters[f"skipped:{DUPLICATE}"] += 1
         continue
       seen.add(sha)
       files[repo_dir.split].append((source, sha))

@@ -58,9 +58,16 @@ def write_flcc_tree(root: str, repositories: Mapping[str, Mapping[str, bytes]],
     with open(os.path.join(meta_dir, "files.json"), "w") as f:
       json.dump(counts, f, sort_keys=True)
     with open(os.path.join(meta_dir, "METADATA"), "w") as f:
-      f.write(f"{commit_time}\n")
-      f.writelines(f"A\t{p}\n" for p in sorted(paths.values()))
+      f.write(git_log_of_one_commit(commit_time, paths.values()))
   return v3
+
+
+def git_log_of_one_commit(commit_time: int, paths) -> str:
+  """What `git log --pretty=%ct --name-status --diff-filter=ACDMR` writes for a history of
+  one commit that adds `paths` (ASCII names; git would quote others): its time, a blank
+  line, then `A<tab>path` lines in git's (byte) order. tests/test_flcc_git.py holds it to
+  real git's output."""
+  return f"{commit_time}\n\n" + "".join(f"A\t{p}\n" for p in sorted(paths))
 
 
 def stdlib_repositories(stdlib_dir: Optional[str] = None,
