@@ -143,9 +143,11 @@ def test_beam_search_of_width_one_without_eos_is_greedy(trained_model_dir, flcc_
   beam = _infer(trained_model_dir, flcc_data_dir, tmp_path, "beam", ["beam_search.gin"], [
       "code_t5.prefix_lm_beam_search.beam_size = 1", "code_t5.prefix_lm_beam_search.max_steps = 8",
       "code_t5.prefix_lm_beam_search.never_end = True"])
-  # The completions depend on the prefix (with seed 7 on the fixture: two distinct ones), so
-  # the comparison below is not between copies of one string.
-  assert len(set(greedy)) > 1
+  # Not a comparison of nothing: some completion has text (a line ends at its first newline,
+  # so one may be empty). How many differ depends on how the 30 steps of the tiny model went
+  # (one to four distinct here: CPU training is not bit-identical from run to run), so that
+  # is not asserted.
+  assert any(greedy)
   assert beam == greedy
 
 
