@@ -23,6 +23,7 @@ import seqio
 import tensorflow.compat.v1 as tf
 import tensorflow_datasets as tfds
 
+from code_t5 import files
 from code_t5 import preprocessors
 from code_t5 import tasks
 
@@ -53,11 +54,7 @@ def read_records(path, fields=("prefix",)):
 
 
 def write_lines_atomically(lines, path):
-  tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-  partial = path + ".incomplete"
-  with tf.io.gfile.GFile(partial, "w") as f:
-    f.write("".join(line + "\n" for line in lines))
-  tf.io.gfile.rename(partial, path, overwrite=True)
+  files.write_atomically(path, "".join(line + "\n" for line in lines))
 
 
 def encode_with_eos(vocab, text, length, keep_end, newline_id):

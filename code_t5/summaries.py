@@ -5,17 +5,18 @@ and in `<split>_eval/` (eval): the loss curve's ends, steps, and the latest eval
 """
 
 import argparse
-import glob
 import json
 import os
 import sys
+
+from code_t5 import files
 
 
 def read_scalars(event_dir: str):
   """{tag: [(step, wall_time, value)]} from every event file directly in `event_dir`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   scalars = {}
-  for path in sorted(glob.glob(os.path.join(event_dir, "events.out.tfevents.*"))):
+  for path in files.glob(os.path.join(event_dir, "events.out.tfevents.*")):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
         if value.HasField("simple_value"):
@@ -52,10 +53,13 @@ def main(argv=None) -> int:
   parser.add_argument("--split", default="validation")
   parser.add_argument("--json", help="also write the summary here")
   args = parser.parse_args(argv)
-  if not os.path.isdir(args.model_dir):
-    print(f"code_t5.summaries: error: {args.model_dir}: no such directory", file=sys.stderr)
+  try:
+    if not files.isdir(args.model_dir):
+      raise files.StorageError(f"{args.model_dir}: no such directory")
+    summary = summarize(args.model_dir, args.split)
+  except files.StorageError as e:
+    print(f"code_t5.summaries: error: {e}", file=sys.stderr)
     return 1
-  summary = summarize(args.model_dir, args.split)
   if "train" in summary:
     t = summary["train"]
     print(f"train  loss {t['first_loss']} at step {t['first_step']} -> "
@@ -65,8 +69,7 @@ def main(argv=None) -> int:
   if not summary["eval"]:
     print(f"eval   no metrics in {os.path.join(args.model_dir, args.split + '_eval')}")
   if args.json:
-    with open(args.json, "w") as f:
-      json.dump(summary, f, indent=1)
+    files.write_atomically(args.json, json.dumps(summary, indent=1))
   return 0
 
 

@@ -180,3 +180,11 @@ def flcc_data_dir(flcc_tree, tmp_path_factory):
                f"--ratios={ratios}")
   run_data_cli("vocab", f"--data_dir={data_dir}", f"--vocab_size={TINY_VOCAB_SIZE}")
   return data_dir
+
+
+def pytest_collection_modifyitems(items):
+  """Slow tests first. xdist (--dist loadgroup) hands out a doc's or a module's group as one
+  unit, biggest groups first, then single tests in this order; with the long ones (kills,
+  launches) first, the last units handed out are short and the workers finish together
+  instead of one running the kill tests while the other waits."""
+  items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable

@@ -29,7 +29,7 @@ DOCS = ("README.md", "GENTLE_INTRO.md")
 LINKED = (".venv", "Makefile", "pyproject.toml", "requirements", "gin_configs", "scripts",
           "_code_t5_mtf_shim.py", "code_t5_mtf_shim.pth")  # the Makefile lists them
 RATIOS = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
-TRAIN_STEPS = 20  # GENTLE_INTRO's 600 steps of the dev model
+TRAIN_STEPS = 6  # GENTLE_INTRO's 600 steps: two of the tiny model's checkpoints (every 3)
 FINETUNE_STEPS = 5
 EVAL_EXAMPLES = 10  # not a multiple of the tiny model's batch of 4: the last batch is padded
 DEV_FILES = 150  # of the stdlib's, for the dev tree: enough for every split, and quick
@@ -38,9 +38,9 @@ DEV_FILES = 150  # of the stdlib's, for the dev tree: enough for every split, an
 SUBSTITUTIONS = [
     # Later blocks (the bench) reuse this dev tree, dataset and vocabulary.
     ("README.md", "make smoke   #",
-     f"SMOKE_STEPS=20 SMOKE_EVAL_EXAMPLES=16 SMOKE_DEV_FILES={DEV_FILES} make smoke   #"),
+     f"SMOKE_STEPS=3 SMOKE_EVAL_EXAMPLES=4 SMOKE_DEV_FILES={DEV_FILES} make smoke   #"),
     ("README.md", "run.train_steps = 1000", "run.train_steps = 1"),
-    ("README.md", "make bench   #", "BENCH_PARTS=startup make bench   #"),
+    ("README.md", "make bench   #", "BENCH_PARTS=startup BENCH_STARTUP_MODEL=tiny make bench   #"),
     ("GENTLE_INTRO.md", "python -m code_t5.data dev\n",
      f"python -m code_t5.data dev --max_files={DEV_FILES}\n"),
     ("GENTLE_INTRO.md", "--gin_file=models/shared-prefix_lm_dev.gin",

@@ -168,16 +168,17 @@ def _started(cmd, stdout=subprocess.DEVNULL):
                           stdout=stdout, stderr=subprocess.DEVNULL, text=True)
 
 
-def _kill_mid_write(start, partial, finished, rng, max_delay, attempts=4):
+def _kill_mid_write(start, partial, finished, rng, max_delay, attempts=4, poll=0.02):
   """kill -9 while output is half-written: start() launches the job, partial() is true once
   it has written part of its output, finished() once the output is whole. The kill comes a
   seeded random 0..max_delay seconds after partial output appears; an attempt whose job
   finished first is repeated, with half the delay, on a clean slate (start() makes one).
-  Returns the delay of the kill that landed; fails if none did."""
+  partial() is asked every `poll` seconds (0: partial() waits itself). Returns the delay of
+  the kill that landed; fails if none did."""
   for _ in range(attempts):
     proc = start()
     while proc.poll() is None and not partial():
-      time.sleep(0.02)
+      time.sleep(poll)
     delay = rng.uniform(0, max_delay)
     deadline = time.time() + delay
     while proc.poll() is None and time.time() < deadline:
@@ -232,19 +233,24 @@ def test_killed_vocab_then_rerun_equals_an_uninterrupted_vocab(flcc_data_dir, tm
     cmd = [PYTHON, "-m", "code_t5.data", "vocab", f"--data_dir={data_dir}",
            f"--vocab_size={TINY_VOCAB_SIZE}"]
     model = data_dir / "flcc_vocab" / "python" / "spm.model"
-    training = []  # set once the job says it is training: its model is being made
+    training = threading.Event()  # set once the job says it is training: its model is being made
+
+    def watch(proc):
+      for line in proc.stdout:
+        if "training sentencepiece" in line:
+          training.set()
 
     def start():
       shutil.rmtree(data_dir, ignore_errors=True)
       _copy_dataset(flcc_data_dir, tmp_path, f"killed{trial}")
       training.clear()
       proc = _started(cmd, stdout=subprocess.PIPE)
-      threading.Thread(target=lambda: training.extend(
-          line for line in proc.stdout if "training sentencepiece" in line), daemon=True).start()
+      threading.Thread(target=watch, args=(proc,), daemon=True).start()
       return proc
-    # Training the tiny vocabulary takes a fraction of a second: the kill follows closely.
-    delay = _kill_mid_write(start, lambda: bool(training), model.exists, rng, max_delay=0.05,
-                            attempts=8)
+    # Training the tiny vocabulary takes a fraction of a second: the kill follows the line
+    # within a millisecond (partial() waits on the event, no polling gap), then a random delay.
+    delay = _kill_mid_write(start, lambda: training.wait(0.05), model.exists, rng,
+                            max_delay=0.02, attempts=8, poll=0)
     print(f"vocab killed {delay:.3f}s into sentencepiece training")
     run_data_cli(*cmd[3:])  # the same command again (its main(), in this process)
     assert model.read_bytes() == reference

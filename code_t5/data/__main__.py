@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 
+from code_t5 import files
 from code_t5.data import archive as archive_lib
 from code_t5.data import flcc
 from code_t5.data import tree_writer
@@ -76,7 +77,7 @@ def cmd_build(args) -> dict:
                          beam_runner=args.beam_runner, beam_flags=args.beam_options.split(),
                          overwrite=replace)
   vocab = vocab_lib.vocab_path(args.data_dir, args.language)
-  if replace and os.path.exists(vocab):
+  if replace and files.exists(vocab):
     print(f"note: {vocab} was trained on the dataset this build replaced; "
           f"`python -m code_t5.data vocab --overwrite` retrains it")
   print(f"flcc/{args.language} in {args.data_dir}:")
@@ -88,9 +89,9 @@ def cmd_build(args) -> dict:
 def _split_texts(data_dir, language, split):
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   from code_t5.data import builder  # pylint: disable=g-import-not-at-top
-  flcc_builder = builder.Flcc(config=language, data_dir=data_dir)
-  if not flcc_builder.is_prepared():
-    raise UsageError(f"{flcc_builder.data_dir}: dataset not built; run "
+  flcc_builder = builder.built(data_dir, language)
+  if flcc_builder is None:
+    raise UsageError(f"{builder.builder_dir(data_dir, language)}: dataset not built; run "
                      f"`python -m code_t5.data build --data_dir={data_dir}` first")
   if split not in flcc_builder.info.splits:
     return
@@ -100,14 +101,14 @@ def _split_texts(data_dir, language, split):
 
 def cmd_vocab(args) -> None:
   path = vocab_lib.vocab_path(args.data_dir, args.language)
-  if os.path.exists(path) and not args.overwrite:
+  if files.exists(path) and not args.overwrite:
     print(f"vocabulary exists: {path} (--overwrite to retrain)")
   else:
     from tqdm import tqdm  # pylint: disable=g-import-not-at-top
     texts = list(tqdm(_split_texts(args.data_dir, args.language, "train"),
                       desc="read train split", unit=" files", mininterval=1))
     print(f"training sentencepiece ({args.vocab_size} pieces) on {len(texts)} files ...")
-    vocab_lib.write_atomically(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
+    vocab_lib.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
   processor = vocab_lib.load_processor(path)
   cpt = vocab_lib.chars_per_token(
       processor, _split_texts(args.data_dir, args.language, "validation"))

@@ -15,12 +15,12 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
 from typing import Optional, Sequence, Tuple
 
 import tensorflow_datasets as tfds
 from tqdm import tqdm
 
+from code_t5 import files
 from code_t5.data import flcc
 
 REPORT_FILE = "flcc_report.json"
@@ -48,6 +48,10 @@ class BuildOptions:
   strict: bool = False
 
 
+def _not_in_the_tfds_bucket():
+  pass
+
+
 class Flcc(tfds.core.GeneratorBasedBuilder):
   """Source files of GitHub repositories, as published by the FLCC dataset."""
 
@@ -67,6 +71,14 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     self._beam_flcc_dir = None
 
   def _info(self) -> tfds.core.DatasetInfo:
+    info = self._info_from_configs()
+    # TFDS fills the info of a dataset not built yet from its public bucket,
+    # gs://tfds-data/dataset_info/flcc/...: flcc is not there, and asking costs every build a
+    # GCS login (the metadata server, then Google) from machines that may have no network.
+    info.initialize_from_bucket = _not_in_the_tfds_bucket
+    return info
+
+  def _info_from_configs(self) -> tfds.core.DatasetInfo:
     return self.dataset_info_from_configs(
         features=tfds.features.FeaturesDict({
             "content": tfds.features.Text(),
@@ -99,9 +111,8 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     report["options"] = dataclasses.asdict(self.options)
     report["fingerprint"] = self.fingerprint
     # self.data_dir is TFDS' incomplete directory here: the report lands with the dataset.
-    os.makedirs(self.data_dir, exist_ok=True)
-    with open(os.path.join(self.data_dir, REPORT_FILE), "w") as f:
-      json.dump(report, f, indent=1)
+    files.write_atomically(os.path.join(self.data_dir, REPORT_FILE),
+                           json.dumps(report, indent=1))
     self.flcc_report = report
 
   def _generate_examples(self, files, language):
@@ -221,26 +232,43 @@ def build(flcc_dir: str, data_dir: str, language: str,
   """
   options = dataclasses.replace(options, beam=beam_runner is not None)
   wanted = fingerprint(flcc_dir, language, options)
+  # TFDS lists this folder when the builder is made and catches only OSError; on gs:// TF
+  # raises NotFoundError for a folder not there yet.
+  files.makedirs(builder_dir(data_dir, language))
   builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted)
   if builder.is_prepared():
-    with open(os.path.join(builder.data_dir, REPORT_FILE)) as f:
-      report = json.load(f)
+    report = json.loads(files.read_text(os.path.join(builder.data_dir, REPORT_FILE)))
     if report.get("fingerprint") == wanted:
       return report
     if not overwrite:
       raise flcc.BuildMismatchError(
           f"{builder.data_dir}: built from other inputs ("
           f"{_differences(report.get('fingerprint'), wanted)}); --overwrite replaces it")
-    shutil.rmtree(builder.data_dir)
+    files.rmtree(builder.data_dir)
     builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted)
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
   # Given none, TFDS builds PipelineOptions() -- parsed from sys.argv, the caller's own flags,
   # with a warning per flag -- even for an in-process build.
   beam_options = PipelineOptions(list(beam_flags))
+  # try_download_gcs: TFDS would look for a prepared copy in its public bucket first (see _info).
   builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-      manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options))
+      manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options,
+      try_download_gcs=False))
   return builder.flcc_report
 
 
+def builder_dir(data_dir: str, language: str) -> str:
+  """Where TFDS keeps every version of `flcc/<language>`."""
+  return os.path.join(data_dir, Flcc.name, language)
+
+
+def built(data_dir: str, language: str) -> Optional[Flcc]:
+  """The finished `flcc/<language>` of this code_t5 in `data_dir`, or None."""
+  if not files.isdir(builder_dir(data_dir, language)):
+    return None  # (TFDS would raise on gs://, see build)
+  builder = Flcc(config=language, data_dir=data_dir)
+  return builder if builder.is_prepared() else None
+
+
 def report_path(data_dir: str, language: str) -> str:
-  return os.path.join(Flcc(config=language, data_dir=data_dir).data_dir, REPORT_FILE)
+  return os.path.join(builder_dir(data_dir, language), str(Flcc.VERSION), REPORT_FILE)

@@ -20,6 +20,8 @@ import os
 import random
 from typing import Iterable, Iterator, Optional
 
+from code_t5 import files
+
 PAD_ID, EOS_ID, UNK_ID = 0, 1, 2
 NEWLINE, TAB = "\n", "\t"
 DEFAULT_VOCAB_SIZE = 32000
@@ -89,24 +91,20 @@ def train_sentencepiece(texts: Iterable[str], vocab_size: int,
   return model.getvalue()
 
 
-def write_atomically(path: str, data: bytes) -> None:
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  partial = path + ".incomplete"
-  with open(partial, "wb") as f:
-    f.write(data)
-  os.replace(partial, path)
+def save(path: str, model: bytes) -> None:
+  """Writes a serialized sentencepiece model to `path` (local or gs://), whole or not at all."""
+  files.write_atomically(path, model)
 
 
 def load_processor(path: str):
   """The sentencepiece processor at `path`, or a VocabularyError naming the problem."""
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
-  if not os.path.exists(path):
+  if not files.exists(path):
     raise VocabularyError(
         f"{path}: no vocabulary; run `python -m code_t5.data vocab --data_dir=...` first")
   processor = spm.SentencePieceProcessor()
   try:
-    with open(path, "rb") as f:
-      processor.LoadFromSerializedProto(f.read())
+    processor.LoadFromSerializedProto(files.read_bytes(path))
   except (RuntimeError, OSError) as e:
     raise VocabularyError(f"{path}: not a sentencepiece model ({e})") from None
   if (processor.pad_id(), processor.eos_id(), processor.unk_id()) != (PAD_ID, EOS_ID, UNK_ID):

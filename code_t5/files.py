@@ -1,0 +1,83 @@
+"""Files a user names, read and written through TensorFlow's file layer (`tf.io.gfile`).
+
+Data dirs, model dirs, vocabularies, reports, prefix files and outputs may be local paths or
+`gs://bucket/...`, as in t5 and seqio; `os`, `open` and `glob` see only the local disk. A
+write that lands whole or not at all goes to `<path>.incomplete` first and is renamed into
+place, so an interrupted run never leaves a file that looks finished. A storage failure
+(no such bucket, no access) is a StorageError naming the path.
+"""
+
+import contextlib
+import functools
+import os
+
+
+@functools.cache
+def _tf():
+  """TensorFlow, imported on first use: `python -m code_t5.data --help` stays quick."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf
+
+
+class StorageError(OSError):
+  """Reading or writing a path failed in TensorFlow's file layer; the message names it."""
+
+
+def first_line(error: BaseException) -> str:
+  text = (getattr(error, "message", None) or str(error)).strip()
+  return text.splitlines()[0] if text else type(error).__name__
+
+
+@contextlib.contextmanager
+def storage_errors(path: str):
+  """Turns TF's errors for `path` (NotFoundError, PermissionDeniedError...) into StorageError."""
+  try:
+    yield
+  except _tf().errors.OpError as e:
+    raise StorageError(f"{path}: {first_line(e)}") from None
+
+
+def exists(path: str) -> bool:
+  with storage_errors(path):
+    return _tf().io.gfile.exists(path)
+
+
+def isdir(path: str) -> bool:
+  with storage_errors(path):
+    return _tf().io.gfile.isdir(path)
+
+
+def glob(pattern: str):
+  with storage_errors(pattern):
+    return sorted(_tf().io.gfile.glob(pattern))
+
+
+def makedirs(path: str) -> None:
+  with storage_errors(path):
+    _tf().io.gfile.makedirs(path)
+
+
+def rmtree(path: str) -> None:
+  with storage_errors(path):
+    _tf().io.gfile.rmtree(path)
+
+
+def write_atomically(path: str, data) -> None:
+  """Writes `data` (str or bytes) to `path`, whole or not at all."""
+  gfile = _tf().io.gfile
+  partial = path + ".incomplete"
+  with storage_errors(path):
+    gfile.makedirs(os.path.dirname(path) or ".")
+    with gfile.GFile(partial, "wb" if isinstance(data, bytes) else "w") as f:
+      f.write(data)
+    gfile.rename(partial, path, overwrite=True)
+
+
+def read_bytes(path: str) -> bytes:
+  with storage_errors(path), _tf().io.gfile.GFile(path, "rb") as f:
+    return f.read()
+
+
+def read_text(path: str) -> str:
+  with storage_errors(path), _tf().io.gfile.GFile(path, "r") as f:
+    return f.read()
