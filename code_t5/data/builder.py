@@ -71,15 +71,7 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     self._beam_flcc_dir = None
 
   def _info(self) -> tfds.core.DatasetInfo:
-    info = self._info_from_configs()
-    # TFDS fills the info of a dataset not built yet from its public bucket,
-    # gs://tfds-data/dataset_info/flcc/...: flcc is not there, and asking costs every build a
-    # GCS login (the metadata server, then Google) from machines that may have no network.
-    info.initialize_from_bucket = _not_in_the_tfds_bucket
-    return info
-
-  def _info_from_configs(self) -> tfds.core.DatasetInfo:
-    return self.dataset_info_from_configs(
+    info = self.dataset_info_from_configs(
         features=tfds.features.FeaturesDict({
             "content": tfds.features.Text(),
             "path": tfds.features.Text(),
@@ -91,6 +83,11 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
         supervised_keys=None,
         homepage="https://zenodo.org/records/7229669",
     )
+    # TFDS fills the info of a dataset not built yet from its public bucket,
+    # gs://tfds-data/dataset_info/flcc/...: flcc is not there, and asking costs every build a
+    # GCS login (the metadata server, then Google) from machines that may have no network.
+    info.initialize_from_bucket = _not_in_the_tfds_bucket
+    return info
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager, pipeline):
     # TFDS hands every builder that takes `pipeline` a Beam pipeline; the in-process path
