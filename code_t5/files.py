@@ -5,11 +5,17 @@ Data dirs, model dirs, vocabularies, reports, prefix files and outputs may be lo
 write that lands whole or not at all goes to `<path>.incomplete` first and is renamed into
 place, so an interrupted run never leaves a file that looks finished. A storage failure
 (no such bucket, no access) is a StorageError naming the path.
+
+TensorFlow 2.15's `makedirs` never returns under a bucket that does not exist: it walks up the
+path to the first part that exists, and at `gs://bucket/` the walk stays put, asking GCS
+forever. So every write here checks the bucket first, and under t5's and seqio's entry points
+the buckets of their path flags are checked before t5 writes anything (`check_path_flags`).
 """
 
 import contextlib
 import functools
 import os
+import sys
 
 
 @functools.cache
@@ -28,6 +34,12 @@ def first_line(error: BaseException) -> str:
   return text.splitlines()[0] if text else type(error).__name__
 
 
+def is_tensorflow_error(error: BaseException) -> bool:
+  """A tf.errors.OpError (NotFoundError, PermissionDeniedError...), without importing TF."""
+  tf = sys.modules.get("tensorflow")
+  return tf is not None and isinstance(error, tf.errors.OpError)
+
+
 @contextlib.contextmanager
 def storage_errors(path: str):
   """Turns TF's errors for `path` (NotFoundError, PermissionDeniedError...) into StorageError."""
@@ -35,6 +47,34 @@ def storage_errors(path: str):
     yield
   except _tf().errors.OpError as e:
     raise StorageError(f"{path}: {first_line(e)}") from None
+
+
+def bucket_of(path: str):
+  """`gs://bucket` of a gs:// path, else None."""
+  if not path.startswith("gs://"):
+    return None
+  return "gs://" + path[len("gs://"):].split("/", 1)[0]
+
+
+def check_bucket(path: str) -> None:
+  bucket = bucket_of(path)
+  if bucket and not exists(bucket):
+    raise StorageError(f"{path}: bucket {bucket} does not exist, or this account cannot see it")
+
+
+# Path flags of mesh_transformer_main and cache_tasks_main that they write to or read from.
+PATH_FLAGS = ("model_dir", "t5_tfds_data_dir", "output_cache_dir", "tfds_data_dir")
+
+
+def check_path_flags() -> None:
+  """The bucket of each gs:// path flag exists (see the module doc); absl has parsed them."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  values = flags.FLAGS
+  if not values.is_parsed():
+    return
+  for name in PATH_FLAGS:
+    if name in values and isinstance(values[name].value, str):
+      check_bucket(values[name].value)
 
 
 def exists(path: str) -> bool:
@@ -53,6 +93,7 @@ def glob(pattern: str):
 
 
 def makedirs(path: str) -> None:
+  check_bucket(path)
   with storage_errors(path):
     _tf().io.gfile.makedirs(path)
 
@@ -66,6 +107,7 @@ def write_atomically(path: str, data) -> None:
   """Writes `data` (str or bytes) to `path`, whole or not at all."""
   gfile = _tf().io.gfile
   partial = path + ".incomplete"
+  check_bucket(path)
   with storage_errors(path):
     gfile.makedirs(os.path.dirname(path) or ".")
     with gfile.GFile(partial, "wb" if isinstance(data, bytes) else "w") as f:

@@ -57,8 +57,10 @@ def main(argv=None) -> int:
     if not files.isdir(args.model_dir):
       raise files.StorageError(f"{args.model_dir}: no such directory")
     summary = summarize(args.model_dir, args.split)
-  except files.StorageError as e:
-    print(f"code_t5.summaries: error: {e}", file=sys.stderr)
+  except Exception as e:  # pylint: disable=broad-except
+    if not isinstance(e, files.StorageError) and not files.is_tensorflow_error(e):
+      raise
+    print(f"code_t5.summaries: error: {files.first_line(e)}", file=sys.stderr)
     return 1
   if "train" in summary:
     t = summary["train"]

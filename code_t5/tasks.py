@@ -61,8 +61,11 @@ def output_features(language: str):
 
 
 def _source(language: str) -> seqio.TfdsDataSource:
+  # read_only: `python -m code_t5.data build` makes the dataset. Otherwise seqio reads through
+  # tfds.load(download=True, try_gcs=True), which first looks for flcc in TFDS' public bucket
+  # (gs://tfds-data/datasets/flcc): a GCS login and a request to Google on every run.
   return seqio.TfdsDataSource(tfds_name=f"flcc/{language}:{FLCC_VERSION}",
-                              splits=flcc.SPLITS)
+                              splits=flcc.SPLITS, read_only=True)
 
 
 @gin.configurable(module="code_t5")

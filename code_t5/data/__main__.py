@@ -213,6 +213,12 @@ def main(argv=None) -> int:
       raise
     print(f"code_t5.data {args.command}: error: {e}", file=sys.stderr)
     return 1
+  except Exception as e:  # pylint: disable=broad-except
+    if args.verbose or not files.is_tensorflow_error(e):
+      raise
+    # TF's file layer, from inside TFDS (a gs:// bucket missing or refused): not OSErrors.
+    print(f"code_t5.data {args.command}: error: {files.first_line(e)}", file=sys.stderr)
+    return 1
   finally:  # main() may run again in this process (the tests call it)
     flcc.log.removeHandler(handler)
     flcc.log.propagate = propagate

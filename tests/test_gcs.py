@@ -1,0 +1,198 @@
+"""gs:// end to end, through TensorFlow's own GCS client against an emulator on loopback.
+
+build -> vocab -> train the tiny model -> eval -> infer -> export, with the data dir, the model
+dir, the prefixes, the completions and the SavedModel on gs://, each through the entry point a
+user types. Against the same on local paths, the dataset's files and the vocabulary are the
+same bytes and the trained weights the same numbers; infer's completions and the SavedModel's
+are the same text; and nothing but our bucket was asked for. The emulator and
+its /etc/hosts live in tests/gcs_emulator.py; every command runs in a mount namespace where the
+GCS names are 127.0.0.1, checked before it starts.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from code_t5.data import tree_writer
+import gcs_emulator
+from conftest import (FIXTURE_RATIOS, PYTHON, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE,
+                      mesh_main_command)
+
+# One emulator (it holds port 443) and one chain of runs: one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gcs")]
+
+ROOT = f"gs://{gcs_emulator.BUCKET}"
+TRAIN_STEPS = 3
+PREFIXES = ["def f(x):\n    return", "class A:\n\tdef __init__(self):\n\t\tself.", "import "]
+TINY_RUN = ["MIXTURE_NAME = 'flcc_python_full_line'"] + TINY_MODEL + [
+    "Unitransformer.sample_autoregressive.max_steps = 8"]
+# Both trainings see the same batches (seed 7) without dropout; the one on gs:// starts from the
+# local one's initial weights (mesh-tf seeds no initializer, so two runs start apart).
+TRAIN = [f"run.train_steps = {TRAIN_STEPS}", "mesh_train_dataset_fn.seed = 7",
+         "dropout_rate = 0.0"]
+INFER_OUTPUT = "completions"
+
+# In one process, as a user's notebook would: build and vocab through the CLI's main(), and
+# the prefixes file written to gs://.
+DATA_CODE = """
+import json, sys
+from code_t5 import files
+from code_t5.data.__main__ import main
+flcc_dir, data_dir, ratios, vocab_size, prefixes_file, prefixes = sys.argv[1:]
+assert main(["build", "--flcc_dir=" + flcc_dir, "--data_dir=" + data_dir, "--ratios=" + ratios]) == 0
+assert main(["vocab", "--data_dir=" + data_dir, "--vocab_size=" + vocab_size]) == 0
+files.write_atomically(prefixes_file, "".join(json.dumps({"prefix": p}) + "\\n"
+                                              for p in json.loads(prefixes)))
+"""
+
+# Everything the runs wrote to gs:// copied to local dirs, the SavedModel served from gs://,
+# and code_t5.summaries read from gs://.
+PULL_CODE = """
+import json, os, sys
+import tensorflow as tf, tensorflow_text
+from code_t5 import summaries
+pairs, export_dir, model_dir, prefixes = json.loads(sys.argv[1]), *sys.argv[2:]
+for remote, local in pairs:
+  for dirpath, _, names in tf.io.gfile.walk(remote):
+    for name in names:
+      target = os.path.join(local, os.path.relpath(os.path.join(dirpath, name), remote))
+      os.makedirs(os.path.dirname(target), exist_ok=True)
+      tf.io.gfile.copy(os.path.join(dirpath, name), target, overwrite=True)
+[saved_model] = [d for d in tf.io.gfile.listdir(export_dir) if d.strip("/").isdigit()]
+serve = tf.saved_model.load(os.path.join(export_dir, saved_model)).signatures["serving_default"]
+outputs = serve(inputs=tf.constant(json.loads(prefixes)))["outputs"].numpy().tolist()
+print(json.dumps({"served": [o.decode("utf-8").split("\\n")[0] for o in outputs],
+                  "summary": summaries.summarize(model_dir)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+  with gcs_emulator.emulator(str(tmp_path_factory.mktemp("gcs"))) as emulator:
+    yield emulator
+
+
+def _run(cmd, env, what):
+  start = time.time()
+  proc = subprocess.run(cmd, cwd=REPO_ROOT, env=dict(env, TF_CPP_MIN_LOG_LEVEL="2"),
+                        capture_output=True, text=True)
+  assert proc.returncode == 0, f"{what} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+  print(f"{what}: {time.time() - start:.1f} s")
+  return proc
+
+
+def _modes(model_dir, data_dir, prefixes_file, export_dir, init_checkpoint):
+  """(name, gin files, gin params) of train, eval, infer and export, as a user runs them."""
+  base = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
+  return [
+      ("train", base, TINY_RUN + TRAIN + [f"utils.run.init_checkpoint = '{init_checkpoint}'"]),
+      ("eval", base + ["eval_full_line.gin"],
+       TINY_RUN + ["mesh_eval_dataset_fn.num_eval_examples = 6"]),
+      ("infer", base + ["infer_full_line.gin"], TINY_RUN + [
+          f"code_t5.complete_lines_from_file.input_filename = '{prefixes_file}'",
+          f"code_t5.complete_lines_from_file.output_filename = "
+          f"'{model_dir}/{INFER_OUTPUT}'"]),
+      ("export", base + ["export.gin"], TINY_RUN + [f"utils.run.export_path = '{export_dir}'"]),
+  ]
+
+
+def _checkpoint(model_dir):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = tf.train.latest_checkpoint(model_dir)
+  assert path.endswith(f"-{TRAIN_STEPS}"), path
+  reader = tf.train.load_checkpoint(path)
+  # float64: numpy cannot compare bfloat16 (mesh-tf's slices) with allclose.
+  return {name: np.asarray(reader.get_tensor(name)).astype(np.float64)
+          for name in reader.get_variable_to_shape_map()}
+
+
+def _tfds_files(data_dir):
+  """{relative path: bytes} of the dataset's shards and report (dataset_info.json records
+  when and where it was written, so it is left out)."""
+  version_dir = os.path.join(data_dir, "flcc", "python", "1.0.0")
+  out = {}
+  for path in sorted(glob.glob(os.path.join(version_dir, "*"))):
+    if os.path.basename(path) != "dataset_info.json":
+      with open(path, "rb") as f:
+        out[os.path.relpath(path, version_dir)] = f.read()
+  return out
+
+
+def test_build_train_eval_infer_export_on_gs_equal_the_same_on_local_paths(
+    gcs, flcc_tree, flcc_data_dir, tmp_path):
+  data_dir, model_dir, export_dir = f"{ROOT}/data", f"{ROOT}/runs/tiny", f"{ROOT}/export"
+  prefixes_file = f"{ROOT}/prefixes.jsonl"
+  # The same training on local paths, keeping its initial weights (model.ckpt-0).
+  local_model = str(tmp_path / "local_model")
+  _run(mesh_main_command(local_model, flcc_data_dir, ["models/shared-prefix_lm.gin",
+                                                      "mesh/cpu.gin"],
+                         TINY_RUN + TRAIN + ["code_t5.startup_writes.checkpoint = True"]),
+       os.environ, "train on local paths")
+  start = time.time()
+  _run(gcs.command([PYTHON, "-c", DATA_CODE, flcc_tree, data_dir,
+                    ",".join(map(str, FIXTURE_RATIOS)), str(TINY_VOCAB_SIZE), prefixes_file,
+                    json.dumps(PREFIXES)]), gcs.env, "build + vocab on gs://")
+  for name, gin_files, gin_params in _modes(model_dir, data_dir, prefixes_file, export_dir,
+                                            f"{local_model}/model.ckpt-0"):
+    _run(gcs.command(mesh_main_command(model_dir, data_dir, gin_files, gin_params)), gcs.env,
+         f"{name} on gs://")
+  pulled = tmp_path / "pulled"
+  pairs = [(data_dir, str(pulled / "data")), (model_dir, str(pulled / "model"))]
+  proc = _run(gcs.command([PYTHON, "-c", PULL_CODE, json.dumps(pairs), export_dir, model_dir,
+                           json.dumps(PREFIXES)]), gcs.env, "copy back, serve, summarize")
+  result = json.loads(proc.stdout.strip().splitlines()[-1])
+  print(f"gs:// chain: {time.time() - start:.1f} s, {len(gcs.requests)} requests")
+
+  # Nothing but our bucket was asked for (TFDS' own bucket, gs://tfds-data, is not).
+  assert not [r for r in gcs.requests if gcs_emulator.BUCKET not in r], gcs.requests[:20]
+
+
+  # Data: the same shards, report and vocabulary, byte for byte.
+  assert _tfds_files(str(pulled / "data")) == _tfds_files(flcc_data_dir)
+  vocab = os.path.join("flcc_vocab", "python", "spm.model")
+  with open(pulled / "data" / vocab, "rb") as f, open(os.path.join(flcc_data_dir, vocab),
+                                                        "rb") as g:
+    assert f.read() == g.read()
+  # Training: from the same weights on the same batches, the same weights (CPU float sums
+  # may differ in the last bits).
+  on_gs, local = _checkpoint(str(pulled / "model")), _checkpoint(local_model)
+  assert on_gs.keys() == local.keys()
+  for name in local:
+    np.testing.assert_allclose(on_gs[name], local[name], rtol=1e-5, atol=1e-6, err_msg=name)
+  # Decoding: infer's completions on gs://, and the SavedModel's served from gs://, agree
+  # (on local paths, test_end_to_end.py checks the same; the weights are the same above).
+  with open(pulled / "model" / f"{INFER_OUTPUT}-{TRAIN_STEPS}") as f:
+    completions = f.read().split("\n")[:-1]
+  assert result["served"] == completions and len(completions) == len(PREFIXES)
+  # Eval wrote its metrics to gs://, and code_t5.summaries reads them there.
+  assert set(result["summary"]["eval"]) == {
+      f"flcc_python_full_line/{m}" for m in ("exact_match", "edit_similarity",
+                                             "prefix_coverage")}
+  assert result["summary"]["train"]["first_step"] >= 1  # the loss, read from gs://
+
+
+def test_a_bucket_that_does_not_exist_is_one_line_at_every_entry_point(gcs, tmp_path):
+  """No such bucket: each entry point ends with one line naming the gs:// path and exit 1,
+  after TF's retries (1 here, CLIENT_ENV), never a traceback or a hang."""
+  bad = "gs://no-such-bucket"
+  tree_writer.write_flcc_tree(str(tmp_path), {"a/b": {"x.py": b"x = 1\n"}})
+  entry_points = {
+      "code_t5.data": [PYTHON, "-m", "code_t5.data", "build", f"--flcc_dir={tmp_path}",
+                       f"--data_dir={bad}/data"],
+      "code_t5.summaries": [PYTHON, "-m", "code_t5.summaries", f"--model_dir={bad}/run"],
+      "mesh_transformer_main": mesh_main_command(
+          f"{bad}/run", f"{bad}/data", ["models/shared-prefix_lm.gin", "mesh/cpu.gin"],
+          TINY_RUN + TRAIN),
+  }
+  for name, cmd in entry_points.items():
+    proc = subprocess.run(gcs.command(cmd), cwd=REPO_ROOT, capture_output=True, text=True,
+                          env=dict(gcs.env, TF_CPP_MIN_LOG_LEVEL="3"), timeout=600)
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert proc.returncode == 1 and len(errors) == 1, (name, proc.stderr[-3000:])
+    assert bad in errors[0] and "Traceback" not in proc.stderr, (name, errors[0])
+    print(f"{name}: {errors[0]}")
