@@ -158,12 +158,14 @@ def test_build_train_eval_infer_export_on_gs_equal_the_same_on_local_paths(
   with open(pulled / "data" / vocab, "rb") as f, open(os.path.join(flcc_data_dir, vocab),
                                                         "rb") as g:
     assert f.read() == g.read()
-  # Training: from the same weights on the same batches, the same weights (CPU float sums
-  # may differ in the last bits).
+  # Training: from the same weights on the same batches, the same weights within one step of
+  # bfloat16, the dtype mesh-tf stores them in (2**-7 relative): CPU float sums differ in
+  # their last bits from run to run, which flips the rounding of a few weights (1.4% of the
+  # embedding, by one step, in a CI run on Zen 1).
   on_gs, local = _checkpoint(str(pulled / "model")), _checkpoint(local_model)
   assert on_gs.keys() == local.keys()
   for name in local:
-    np.testing.assert_allclose(on_gs[name], local[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(on_gs[name], local[name], rtol=2**-7, atol=1e-6, err_msg=name)
   # Decoding: infer's completions on gs://, and the SavedModel's served from gs://, agree
   # (on local paths, test_end_to_end.py checks the same; the weights are the same above).
   with open(pulled / "model" / f"{INFER_OUTPUT}-{TRAIN_STEPS}") as f:
