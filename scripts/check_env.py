@@ -1,4 +1,5 @@
-"""Checks what `make venv` installed: the pins that matter, and one owner of tensorflow_datasets."""
+"""Checks what `make venv` installed: the pins that matter, one owner of tensorflow_datasets,
+and protobuf's compiled runtime."""
 
 import importlib.metadata as md
 import sys
@@ -22,6 +23,12 @@ def main() -> int:
                     "tensorflow-datasets; both own the module tensorflow_datasets")
   except md.PackageNotFoundError:
     pass
+  # protobuf's pure-Python runtime works, slowly: TF serializes every graph through it (the
+  # tiny model's start-up took 6 s longer, a 32-slice mesh two minutes longer).
+  from google.protobuf.internal import api_implementation  # pylint: disable=g-import-not-at-top
+  if api_implementation.Type() == "python":
+    problems.append(f"protobuf {md.version('protobuf')} runs its pure-Python implementation; "
+                    "the lock's protobuf 4 has a compiled one")
   for problem in problems:
     print(f"check_env: {problem}", file=sys.stderr)
   if not problems:
