@@ -6,6 +6,7 @@ how many of each, so tests assert exact counts.
 
 import contextlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -121,6 +122,15 @@ def mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags=()):
          "--gin_location_prefix=gin_configs/", *flags]
   cmd += [f"--gin_file={f}" for f in gin_files]
   return cmd + [f"--gin_param={p}" for p in gin_params]
+
+
+def mesh_main_runs_command(commands):
+  """One process running each `mesh_main_command` in turn (tests/mesh_main_runs.py): each
+  run as its command line asks, the imports paid once."""
+  program = mesh_main_command("", "", [], [])[:3]
+  assert all(command[:3] == program for command in commands), commands
+  return [PYTHON, os.path.join(REPO_ROOT, "tests", "mesh_main_runs.py"),
+          json.dumps([command[3:] for command in commands])]
 
 
 def run_mesh_main(model_dir, data_dir, gin_files, gin_params, flags=(), env=None):

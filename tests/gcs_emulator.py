@@ -15,11 +15,13 @@ there. Three parts, all on 127.0.0.1:
     see it; outside, the names do not resolve at all. There, before anything else runs, both
     names are looked up and anything but loopback stops the command: no packet may leave
     127.0.0.0/8.
+One bucket, FORBIDDEN_BUCKET, answers 403 to everything: a bucket this account may not use.
 """
 
 import contextlib
 import http.client
 import http.server
+import json
 import os
 import shutil
 import socket
@@ -31,6 +33,13 @@ import time
 GCS_HOSTS = ("www.googleapis.com", "storage.googleapis.com")
 FRONT_PORT = 443  # TF's client has no port setting: https on the default port
 BUCKET = "code-t5-test"
+# A bucket that exists but refuses this account: the front answers every request naming it
+# with 403, as GCS does for a bucket in another project.
+FORBIDDEN_BUCKET = "code-t5-forbidden"
+_FORBIDDEN = json.dumps({"error": {"code": 403, "message": (
+    f"caller does not have storage.objects.list access to the Google Cloud Storage bucket "
+    f"{FORBIDDEN_BUCKET}. Permission 'storage.objects.list' denied on resource."),
+    "errors": [{"domain": "global", "reason": "forbidden"}]}}).encode()
 
 # What TF's GCS client reads (tensorflow/tsl/platform/cloud): a token instead of the metadata
 # server, no probe of GCE, and few retries so a failure shows in seconds instead of minutes.
@@ -73,6 +82,9 @@ class _Front(http.server.BaseHTTPRequestHandler):
       body = _read_chunked(self.rfile)
     else:
       body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    if f"/{FORBIDDEN_BUCKET}" in self.path.split("?")[0]:  # /storage/v1/b/NAME, /NAME/object
+      self._answer(403, "Forbidden", [("Content-Type", "application/json")], _FORBIDDEN)
+      return
     headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
     headers["Content-Length"] = str(len(body))
     conn = http.client.HTTPConnection(*self.backend, timeout=60)
@@ -82,8 +94,11 @@ class _Front(http.server.BaseHTTPRequestHandler):
       data = answer.read()
     finally:
       conn.close()
-    self.send_response(answer.status, answer.reason)
-    for k, v in answer.getheaders():
+    self._answer(answer.status, answer.reason, answer.getheaders(), data)
+
+  def _answer(self, status, reason, headers, data):
+    self.send_response(status, reason)
+    for k, v in headers:
       if k.lower() in _HOP_BY_HOP:
         continue
       if k.lower() == "location" and v.startswith("http://"):

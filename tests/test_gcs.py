@@ -1,8 +1,9 @@
 """gs:// end to end, through TensorFlow's own GCS client against an emulator on loopback.
 
 build -> vocab -> train the tiny model -> eval -> infer -> export, with the data dir, the model
-dir, the prefixes, the completions and the SavedModel on gs://, each through the entry point a
-user types. Against the same on local paths, the dataset's files and the vocabulary are the
+dir, the prefixes, the completions and the SavedModel on gs://, each as the command line a user
+types (the mesh_transformer_main runs share one process, tests/mesh_main_runs.py; the test of a
+missing bucket launches every entry point itself). Against the same on local paths, the dataset's files and the vocabulary are the
 same bytes and the trained weights the same numbers; infer's completions and the SavedModel's
 are the same text; and nothing but our bucket was asked for. The emulator and
 its /etc/hosts live in tests/gcs_emulator.py; every command runs in a mount namespace where the
@@ -20,8 +21,9 @@ import pytest
 
 from code_t5.data import tree_writer
 import gcs_emulator
+import mesh_main_runs
 from conftest import (FIXTURE_RATIOS, PYTHON, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE,
-                      mesh_main_command)
+                      mesh_main_command, mesh_main_runs_command)
 
 # One emulator (it holds port 443) and one chain of runs: one worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gcs")]
@@ -36,6 +38,7 @@ TINY_RUN = ["MIXTURE_NAME = 'flcc_python_full_line'"] + TINY_MODEL + [
 TRAIN = [f"run.train_steps = {TRAIN_STEPS}", "mesh_train_dataset_fn.seed = 7",
          "dropout_rate = 0.0"]
 INFER_OUTPUT = "completions"
+LOSS_RTOL = 1e-3  # as between mesh shapes (test_mesh_shapes.py): CPU sums differ run to run
 
 # In one process, as a user's notebook would: build and vocab through the CLI's main(), and
 # the prefixes file written to gs://.
@@ -127,20 +130,25 @@ def test_build_train_eval_infer_export_on_gs_equal_the_same_on_local_paths(
     gcs, flcc_tree, flcc_data_dir, tmp_path):
   data_dir, model_dir, export_dir = f"{ROOT}/data", f"{ROOT}/runs/tiny", f"{ROOT}/export"
   prefixes_file = f"{ROOT}/prefixes.jsonl"
-  # The same training on local paths, keeping its initial weights (model.ckpt-0).
-  local_model = str(tmp_path / "local_model")
-  _run(mesh_main_command(local_model, flcc_data_dir, ["models/shared-prefix_lm.gin",
-                                                      "mesh/cpu.gin"],
-                         TINY_RUN + TRAIN + ["code_t5.startup_writes.checkpoint = True"]),
-       os.environ, "train on local paths")
   start = time.time()
   _run(gcs.command([PYTHON, "-c", DATA_CODE, flcc_tree, data_dir,
                     ",".join(map(str, FIXTURE_RATIOS)), str(TINY_VOCAB_SIZE), prefixes_file,
                     json.dumps(PREFIXES)]), gcs.env, "build + vocab on gs://")
-  for name, gin_files, gin_params in _modes(model_dir, data_dir, prefixes_file, export_dir,
-                                            f"{local_model}/model.ckpt-0"):
-    _run(gcs.command(mesh_main_command(model_dir, data_dir, gin_files, gin_params)), gcs.env,
-         f"{name} on gs://")
+  # The same training on local paths first, keeping its initial weights (model.ckpt-0), then
+  # each mode on gs://; in one process (tests/mesh_main_runs.py), each as its command line.
+  local_model = str(tmp_path / "local_model")
+  commands = [mesh_main_command(local_model, flcc_data_dir, ["models/shared-prefix_lm.gin",
+                                                             "mesh/cpu.gin"],
+                                TINY_RUN + TRAIN + ["code_t5.startup_writes.checkpoint = True"])]
+  commands += [mesh_main_command(model_dir, data_dir, gin_files, gin_params)
+               for _, gin_files, gin_params in _modes(model_dir, data_dir, prefixes_file,
+                                                      export_dir,
+                                                      f"{local_model}/model.ckpt-0")]
+  runs = _run(gcs.command(mesh_main_runs_command(commands)), gcs.env,
+              "train on local paths, then train, eval, infer and export on gs://")
+  outputs = mesh_main_runs.split_output(runs.stderr, time.time())
+  print("seconds per run (local train, train, eval, infer, export): " +
+        ", ".join(f"{seconds:.1f}" for seconds, _ in outputs))
   pulled = tmp_path / "pulled"
   pairs = [(data_dir, str(pulled / "data")), (model_dir, str(pulled / "model"))]
   proc = _run(gcs.command([PYTHON, "-c", PULL_CODE, json.dumps(pairs), export_dir, model_dir,
@@ -158,14 +166,22 @@ def test_build_train_eval_infer_export_on_gs_equal_the_same_on_local_paths(
   with open(pulled / "data" / vocab, "rb") as f, open(os.path.join(flcc_data_dir, vocab),
                                                         "rb") as g:
     assert f.read() == g.read()
-  # Training: from the same weights on the same batches, the same weights within one step of
-  # bfloat16, the dtype mesh-tf stores them in (2**-7 relative): CPU float sums differ in
-  # their last bits from run to run, which flips the rounding of a few weights (1.4% of the
-  # embedding, by one step, in a CI run on Zen 1).
+  # Training: from the same weights on the same batches, the same losses step by step; and
+  # weights as close as two local runs from one start are. CPU float sums differ in their last
+  # bits from run to run, and Adafactor's first updates are nearly the gradient's sign, so a
+  # near-zero gradient can move a weight either way by the learning rate: measured between two
+  # local runs on Zen 1, up to 3.2% of a large tensor beyond one bfloat16 step (mesh-tf stores
+  # weights in bfloat16), none by more than 0.024; the bounds below leave 2.5 times that.
+  local_losses, gs_losses = (mesh_main_runs.losses(text) for _, text in outputs[:2])
+  assert len(gs_losses) == len(local_losses) == TRAIN_STEPS
+  np.testing.assert_allclose(gs_losses, local_losses, rtol=LOSS_RTOL)
   on_gs, local = _checkpoint(str(pulled / "model")), _checkpoint(local_model)
   assert on_gs.keys() == local.keys()
+  beyond_one_step = 0
   for name in local:
-    np.testing.assert_allclose(on_gs[name], local[name], rtol=2**-7, atol=1e-6, err_msg=name)
+    beyond_one_step += np.sum(~np.isclose(on_gs[name], local[name], rtol=2**-7, atol=1e-6))
+    assert np.abs(on_gs[name] - local[name]).max() <= 0.06, name
+  assert beyond_one_step / sum(w.size for w in local.values()) <= 0.08
   # Decoding: infer's completions on gs://, and the SavedModel's served from gs://, agree
   # (on local paths, test_end_to_end.py checks the same; the weights are the same above).
   with open(pulled / "model" / f"{INFER_OUTPUT}-{TRAIN_STEPS}") as f:
@@ -178,17 +194,19 @@ def test_build_train_eval_infer_export_on_gs_equal_the_same_on_local_paths(
   assert result["summary"]["train"]["first_step"] >= 1  # the loss, read from gs://
 
 
-def test_a_bucket_that_does_not_exist_is_one_line_at_every_entry_point(gcs, tmp_path):
-  """No such bucket: each entry point ends with one line naming the gs:// path and exit 1,
-  after TF's retries (1 here, CLIENT_ENV), never a traceback or a hang."""
-  bad = "gs://no-such-bucket"
+@pytest.mark.parametrize("bucket", ["gs://no-such-bucket",
+                                    f"gs://{gcs_emulator.FORBIDDEN_BUCKET}"])
+def test_a_bucket_missing_or_refused_is_one_line_at_every_entry_point(gcs, tmp_path, bucket):
+  """No such bucket, or one that answers 403: each entry point ends with one line naming the
+  gs:// path and exit 1, after TF's retries (1 here, CLIENT_ENV), never a traceback or a
+  hang."""
   tree_writer.write_flcc_tree(str(tmp_path), {"a/b": {"x.py": b"x = 1\n"}})
   entry_points = {
       "code_t5.data": [PYTHON, "-m", "code_t5.data", "build", f"--flcc_dir={tmp_path}",
-                       f"--data_dir={bad}/data"],
-      "code_t5.summaries": [PYTHON, "-m", "code_t5.summaries", f"--model_dir={bad}/run"],
+                       f"--data_dir={bucket}/data"],
+      "code_t5.summaries": [PYTHON, "-m", "code_t5.summaries", f"--model_dir={bucket}/run"],
       "mesh_transformer_main": mesh_main_command(
-          f"{bad}/run", f"{bad}/data", ["models/shared-prefix_lm.gin", "mesh/cpu.gin"],
+          f"{bucket}/run", f"{bucket}/data", ["models/shared-prefix_lm.gin", "mesh/cpu.gin"],
           TINY_RUN + TRAIN),
   }
   for name, cmd in entry_points.items():
@@ -196,5 +214,5 @@ def test_a_bucket_that_does_not_exist_is_one_line_at_every_entry_point(gcs, tmp_
                           env=dict(gcs.env, TF_CPP_MIN_LOG_LEVEL="3"), timeout=600)
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert proc.returncode == 1 and len(errors) == 1, (name, proc.stderr[-3000:])
-    assert bad in errors[0] and "Traceback" not in proc.stderr, (name, errors[0])
+    assert bucket in errors[0] and "Traceback" not in proc.stderr, (name, errors[0])
     print(f"{name}: {errors[0]}")

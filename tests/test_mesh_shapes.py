@@ -1,0 +1,142 @@
+"""Every shipped mesh shape trains, evals and infers as one device does, on one CPU.
+
+mesh-tf's placement mesh puts each slice of a mesh on the device named for it and accepts one
+device named many times: `mesh_devices = ['cpu:0'] * 8` is an 8-device mesh on one CPU, split,
+all-reduced and summed as on 8 GPUs (what it cannot show is speed and memory; that needs the
+hardware). The TPU files leave `mesh_devices` to None, which mesh-tf turns into the default
+device for every slice, so without `--tpu` they run as shipped: their topology's shape
+(`tpu_mesh_shape`) and mesh-tf's default layout rules (d_ff, heads and vocab split over
+`model`, the batch over `batch`).
+
+Every shape trains from the same checkpoint on the same batches (seed 7, no dropout; mesh-tf
+seeds no initializer, so runs started from scratch differ from their first step), and evals
+and infers that checkpoint. It comes from WARM_STEPS of one-device training, so that greedy
+decoding has something to agree about. All runs share one process (tests/mesh_main_runs.py): each launch would
+otherwise pay half a minute of imports.
+"""
+
+import json
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+import mesh_main_runs
+from conftest import REPO_ROOT, TINY_MODEL, mesh_main_command, mesh_main_runs_command
+
+# One process for every run: one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mesh_shapes")]
+
+WARM_STEPS = 100  # 30 left greedy decoding empty or one token repeated
+STEPS = 3  # compared, after the warm start
+# The largest mesh has 32 slices: each holds one sequence of the batch.
+BATCH = 32
+LOSS_RTOL = 1e-3
+PREFIXES = ["def f(x):\n    return", "class A:\n\tdef __init__(self):\n\t\tself.", "import ",
+            "    for i in range("]
+
+
+def _devices(n):
+  return f"utils.run.mesh_devices = {['cpu:0'] * n}"
+
+
+# name: (mesh file, gin params after it). The first is the reference.
+SHAPES = {
+    "cpu": ("mesh/cpu.gin", []),
+    "batch:2": ("mesh/cpu.gin", ["utils.run.mesh_shape = 'model:1,batch:2'", _devices(2)]),
+    "model:2,batch:2": ("mesh/cpu.gin",
+                        ["utils.run.mesh_shape = 'model:2,batch:2'", _devices(4)]),
+    "gpu_8": ("mesh/gpu_8.gin", [_devices(8)]),
+    "tpu_v3_8": ("mesh/tpu_v3_8.gin", []),
+    "tpu_v3_8,model_parallelism:2": ("mesh/tpu_v3_8.gin",
+                                     ["utils.tpu_mesh_shape.model_parallelism = 2"]),
+    "tpu_v4_8": ("mesh/tpu_v4_8.gin", []),
+    "tpu_v3_32": ("mesh/tpu_v3_32.gin", []),
+}
+TINY_RUN = ["MIXTURE_NAME = 'flcc_python_full_line'"] + TINY_MODEL + [
+    f"utils.run.batch_size = ('sequences_per_batch', {BATCH})", "mesh_train_dataset_fn.seed = 7",
+    "dropout_rate = 0.0", "Unitransformer.sample_autoregressive.max_steps = 8"]
+
+
+def _model_dir(root, shape):
+  return root / re.sub(r"\W", "_", shape)
+
+
+@pytest.fixture(scope="module")
+def runs(flcc_data_dir, tmp_path_factory):
+  """{shape: {"losses", "predictions", "completions", "metrics"}}, all from one process."""
+  root = tmp_path_factory.mktemp("mesh_shapes")
+  prefixes = root / "prefixes.jsonl"
+  prefixes.write_text("".join(json.dumps({"prefix": p}) + "\n" for p in PREFIXES))
+  warm, model = root / "warm", ["models/shared-prefix_lm.gin"]
+  # Decoding reads the warm checkpoint itself: two trainings of the same steps differ in their
+  # last bits (CPU float sums, Adafactor), and a tiny model's near-ties would flip with them.
+  decode = [f"utils.run.eval_checkpoint_step = {WARM_STEPS}"]
+
+  def command(model_dir, gin_files, gin_params):
+    return mesh_main_command(str(model_dir), flcc_data_dir, model + gin_files, gin_params)
+
+  commands = [command(warm, ["mesh/cpu.gin"], TINY_RUN + [
+      f"run.train_steps = {WARM_STEPS}", f"utils.run.save_checkpoints_steps = {WARM_STEPS}",
+      f"utils.run.iterations_per_loop = {WARM_STEPS}"])]
+  for shape, (mesh_file, mesh_params) in SHAPES.items():
+    model_dir, params = _model_dir(root, shape), TINY_RUN + mesh_params
+    commands += [  # train from the warm checkpoint; eval and infer it
+        command(model_dir, [mesh_file], params + [
+            f"utils.run.init_checkpoint = '{warm}/model.ckpt-{WARM_STEPS}'",
+            f"run.train_steps = {WARM_STEPS + STEPS}"]),
+        command(warm, [mesh_file, "eval_full_line.gin"], params + decode + [
+            "mesh_eval_dataset_fn.num_eval_examples = 16",
+            f"utils.run.eval_summary_dir = '{model_dir}/eval'"]),
+        command(warm, [mesh_file, "infer_full_line.gin"], params + decode + [
+            f"code_t5.complete_lines_from_file.input_filename = '{prefixes}'",
+            f"code_t5.complete_lines_from_file.output_filename = '{model_dir}/completions'"]),
+    ]
+  proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,
+                        text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 0, proc.stderr[-5000:]
+  outputs = mesh_main_runs.split_output(proc.stderr, time.time())
+  assert len(outputs) == len(commands)
+  print(f"warm start, {WARM_STEPS} steps: {outputs[0][0]:.1f} s")
+  results = {}
+  for i, shape in enumerate(SHAPES):
+    (train_seconds, train), (eval_seconds, evaluation), (infer_seconds, _) = \
+        outputs[1 + 3 * i:4 + 3 * i]
+    print(f"{shape}: train {train_seconds:.1f} s, eval {eval_seconds:.1f} s, "
+          f"infer {infer_seconds:.1f} s")
+    model_dir = _model_dir(root, shape)
+    with open(model_dir / "eval" / f"flcc_python_full_line_{WARM_STEPS}_predictions") as f:
+      predictions = f.read()
+    with open(model_dir / f"completions-{WARM_STEPS}") as f:
+      completions = f.read().split("\n")[:-1]
+    metrics = re.findall(r"eval/flcc_python_full_line/(\w+) at step \d+: ([0-9.]+)", evaluation)
+    results[shape] = {"losses": mesh_main_runs.losses(train),
+                      "predictions": predictions, "completions": completions,
+                      "metrics": dict(metrics)}
+  return results
+
+
+def test_the_reference_run_decodes_something_to_agree_about(runs):
+  reference = runs["cpu"]
+  assert len(reference["losses"]) == STEPS  # from the warm checkpoint's step, not from 0
+  # Greedy decoding that agrees on empty lines would prove little: the warm start decodes
+  # lines of several kinds.
+  lines = reference["predictions"].split("\n")
+  assert len({line for line in lines if line.strip()}) >= 3, lines
+  assert set(reference["metrics"]) == {"exact_match", "edit_similarity", "prefix_coverage"}
+
+
+@pytest.mark.parametrize("shape", [name for name in SHAPES if name != "cpu"])
+def test_each_mesh_shape_trains_evals_and_infers_as_one_device(runs, shape):
+  reference, run = runs["cpu"], runs[shape]
+  assert len(run["losses"]) == STEPS, run["losses"]
+  worst = max(abs(a - b) / abs(b) for a, b in zip(run["losses"], reference["losses"]))
+  print(f"{shape}: losses {run['losses']} against {reference['losses']}: "
+        f"largest relative difference {worst:.2e}")
+  assert worst <= LOSS_RTOL
+  # Greedy decoding: the same completions, in eval and in infer, so the same metrics.
+  assert run["predictions"] == reference["predictions"]
+  assert run["completions"] == reference["completions"]
+  assert run["metrics"] == reference["metrics"]
