@@ -1,7 +1,8 @@
 """python -m code_t5.data {build,vocab,dev}: from an FLCC tree to a TFDS dataset and vocabulary.
 
   build  FLCC v3 tree -> `flcc/<language>` in the TFDS data dir, with a filter/split report
-  vocab  train split of `flcc/<language>` -> sentencepiece model in the same data dir
+  vocab  train split of `flcc/<language>` -> sentencepiece model in the same data dir;
+         `--languages=a,b,...`: one model shared by several built languages
   dev    no download: the interpreter's standard library as an FLCC tree, then build + vocab
 
 Every step can be rerun after an interruption: finished outputs are reused, unfinished ones
@@ -9,6 +10,7 @@ were never renamed into place.
 """
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -44,6 +46,13 @@ def _language(text):
     return flcc.canonical_language(text)
   except flcc.FlccFormatError as e:
     raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _languages(text):
+  languages = [_language(part) for part in text.split(",") if part.strip()]
+  if len(set(languages)) < 2:
+    raise argparse.ArgumentTypeError(f"a shared vocabulary needs two languages or more: {text!r}")
+  return languages
 
 
 LANGUAGE_HELP = ("ours (python, cpp, csharp, ...) or the tree's own spelling "
@@ -92,29 +101,71 @@ def _split_texts(data_dir, language, split):
   flcc_builder = builder.built(data_dir, language)
   if flcc_builder is None:
     raise UsageError(f"{builder.builder_dir(data_dir, language)}: dataset not built; run "
-                     f"`python -m code_t5.data build --data_dir={data_dir}` first")
+                     f"`python -m code_t5.data build --data_dir={data_dir} --language={language}` first")
   if split not in flcc_builder.info.splits:
     return
   for example in tfds.as_numpy(flcc_builder.as_dataset(split=split)):
     yield example["content"].decode("utf-8")
 
 
+def _train_texts(data_dir, language):
+  from tqdm import tqdm  # pylint: disable=g-import-not-at-top
+  return list(tqdm(_split_texts(data_dir, language, "train"), unit=" files", mininterval=1,
+                   desc=f"read flcc/{language} train split"))
+
+
+def _chars_per_token_text(processor, data_dir, language):
+  cpt = vocab_lib.chars_per_token(processor, _split_texts(data_dir, language, "validation"))
+  return f"{cpt:.2f} characters per token on validation" if cpt else "no validation split"
+
+
 def cmd_vocab(args) -> None:
+  if getattr(args, "languages", None):  # `dev` trains one language's
+    cmd_shared_vocab(args)
+    return
   path = vocab_lib.vocab_path(args.data_dir, args.language)
   if files.exists(path) and not args.overwrite:
     print(f"vocabulary exists: {path} (--overwrite to retrain)")
   else:
-    from tqdm import tqdm  # pylint: disable=g-import-not-at-top
-    texts = list(tqdm(_split_texts(args.data_dir, args.language, "train"),
-                      desc="read train split", unit=" files", mininterval=1))
+    texts = _train_texts(args.data_dir, args.language)
     print(f"training sentencepiece ({args.vocab_size} pieces) on {len(texts)} files ...")
     vocab_lib.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
   processor = vocab_lib.load_processor(path)
-  cpt = vocab_lib.chars_per_token(
-      processor, _split_texts(args.data_dir, args.language, "validation"))
   print(f"vocabulary: {path}: {processor.GetPieceSize()} pieces, "
-        + (f"{cpt:.2f} characters per token on validation" if cpt
-           else "no validation split to measure on"))
+        + _chars_per_token_text(processor, args.data_dir, args.language))
+
+
+def cmd_shared_vocab(args) -> None:
+  """One vocabulary over several built languages, each sampled to the same characters."""
+  languages = sorted(set(args.languages))
+  path = vocab_lib.vocab_path(args.data_dir, vocab_lib.SHARED)
+  sampling = vocab_lib.sampling_path(args.data_dir)
+  if files.exists(path) and not args.overwrite:
+    trained_on = sorted(json.loads(files.read_text(sampling))["languages"])
+    if trained_on != languages:
+      raise UsageError(f"{path} was trained on {', '.join(trained_on)}; --overwrite retrains "
+                       f"it on {', '.join(languages)}")
+    print(f"vocabulary exists: {path} (--overwrite to retrain)")
+  else:
+    texts, record = vocab_lib.balanced_sample(
+        {language: _train_texts(args.data_dir, language) for language in languages})
+    print(f"training sentencepiece ({args.vocab_size} pieces) on "
+          f"{record['chars_per_language']} characters of each of {', '.join(languages)} ...")
+    # The record first: the model's presence is what says the vocabulary is finished.
+    vocab_lib.save_sampling(args.data_dir, record)
+    vocab_lib.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
+  processor = vocab_lib.load_processor(path)
+  trained_on = sorted(json.loads(files.read_text(sampling))["languages"])
+  print(f"vocabulary: {path}: {processor.GetPieceSize()} pieces, shared by "
+        f"{', '.join(trained_on)} (sample: {sampling})")
+  width = max(map(len, trained_on))
+  for language in trained_on:
+    own_path = vocab_lib.vocab_path(args.data_dir, language)
+    own = (f"; its own vocabulary: "
+           f"{_chars_per_token_text(vocab_lib.load_processor(own_path), args.data_dir, language)}"
+           if files.exists(own_path) else "")
+    print(f"  {language:<{width}}  "
+          f"{_chars_per_token_text(processor, args.data_dir, language)}{own}")
 
 
 def cmd_dev(args) -> None:
@@ -179,6 +230,10 @@ def make_parser():
   vocab = sub.add_parser("vocab", help="train the sentencepiece vocabulary on the train split")
   vocab.add_argument("--data_dir", required=True)
   vocab.add_argument("--language", default="python", type=_language, help=LANGUAGE_HELP)
+  vocab.add_argument("--languages", default=None, type=_languages,
+                     help="comma-separated built languages: one vocabulary shared by them "
+                          f"(DATA_DIR/{vocab_lib.VOCAB_DIR}/{vocab_lib.SHARED}/), trained on "
+                          "the same number of characters of each")
   _add_vocab_flags(vocab, vocab_lib.DEFAULT_VOCAB_SIZE)
   vocab.set_defaults(run=cmd_vocab)
 

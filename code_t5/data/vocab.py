@@ -12,13 +12,16 @@ pad 0, eos 1, unk 2, no bos. Text is kept exactly as written:
 * byte fallback: a character outside the vocabulary becomes its UTF-8 bytes, never UNK.
 
 The model lives in the TFDS data dir, next to the dataset it was trained on, so tasks find it
-from `--t5_tfds_data_dir` alone.
+from `--t5_tfds_data_dir` alone: `flcc_vocab/<language>/spm.model` for one language, and
+`flcc_vocab/shared/spm.model` for one vocabulary over several (`balanced_sample`), with the
+sample it was trained on recorded beside it (`sampling.json`).
 """
 
 import io
+import json
 import os
 import random
-from typing import Iterable, Iterator, Optional
+from typing import Dict, Iterable, Iterator, List, Optional
 
 from code_t5 import files
 
@@ -32,12 +35,49 @@ _MAX_SENTENCE_BYTES = 16384
 VOCAB_DIR = "flcc_vocab"
 
 
+# One vocabulary for several languages; not a language name (flcc.LANGUAGES).
+SHARED = "shared"
+SAMPLING_FILE = "sampling.json"
+
+
 class VocabularyError(Exception):
   """A vocabulary is missing or unusable; the message names the file."""
 
 
 def vocab_path(data_dir: str, language: str) -> str:
   return os.path.join(data_dir, VOCAB_DIR, language, "spm.model")
+
+
+def sampling_path(data_dir: str, name: str = SHARED) -> str:
+  return os.path.join(data_dir, VOCAB_DIR, name, SAMPLING_FILE)
+
+
+def balanced_sample(texts_by_language: Dict[str, List[str]], seed: int = 0):
+  """(texts, record): the same number of characters from each language, as many as the
+  smallest has, in whole files taken in a seeded random order, so that no language drowns the
+  others. `record` says what was taken from each, for `sampling.json`."""
+  if not texts_by_language:
+    raise VocabularyError("no languages to train a shared vocabulary on")
+  budget = min(sum(map(len, texts)) for texts in texts_by_language.values())
+  sample, taken = [], {}
+  for language in sorted(texts_by_language):
+    texts = texts_by_language[language]
+    order = list(range(len(texts)))
+    random.Random(f"{seed}:{language}").shuffle(order)
+    chars = files_taken = 0
+    for i in order:
+      if chars >= budget:
+        break
+      sample.append(texts[i])
+      chars += len(texts[i])
+      files_taken += 1
+    taken[language] = {"train_files": len(texts), "train_chars": sum(map(len, texts)),
+                       "sampled_files": files_taken, "sampled_chars": chars}
+  return sample, {"seed": seed, "chars_per_language": budget, "languages": taken}
+
+
+def save_sampling(data_dir: str, record: dict, name: str = SHARED) -> None:
+  files.write_atomically(sampling_path(data_dir, name), json.dumps(record, indent=2) + "\n")
 
 
 def line_chunks(text: str, max_chars: int = _CHUNK_CHARS) -> Iterator[str]:

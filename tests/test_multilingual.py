@@ -1,0 +1,141 @@
+"""Several languages in one data dir: Python, Java and JavaScript built from one FLCC tree, in
+their real directory spellings (`Python/.py`, `Java/.java`, `JavaScript/.js`), and one
+vocabulary shared by them."""
+
+import json
+import os
+
+import pytest
+
+from code_t5.data import tree_writer
+from code_t5.data import vocab as vocab_lib
+from conftest import (FIXTURE_RATIOS, TINY_VOCAB_SIZE, reported, run_data_cli,
+                      synthetic_module)
+
+# Tree spellings, as a user would pass them; each maps to ours (python, java, javascript).
+LANGUAGES = {"Python": "python", "Java": "java", "JavaScript": "javascript"}
+REPOS = ["alice/alpha", "bob/beta", "carol/gamma", "dave/delta", "erin/epsilon", "frank/zeta"]
+
+
+def synthetic_java(seed: int) -> bytes:
+  return f"""package demo;
+
+import java.util.List;
+
+public class Alpha{seed} {{
+    private int total = {seed};
+
+    public int add(int x) {{
+        if (x > 10) {{
+            return x - {seed};
+        }}
+        return total + x * {seed % 7 + 1};
+    }}
+
+\tpublic String name() {{
+\t\treturn "größe {seed}";
+\t}}
+}}
+""".encode("utf-8")
+
+
+def synthetic_javascript(seed: int) -> bytes:
+  return f"""const fs = require("fs");
+
+const beta{seed} = (x, y = {seed}) => {{
+  let total = x + y * {seed % 5 + 1};
+  if (total > 10) {{
+    return total - {seed};
+  }}
+  return [total, "größe"].join(",");
+}};
+
+module.exports = {{ beta{seed} }};
+""".encode("utf-8")
+
+
+CONTENT = {"python": (synthetic_module, ".py"), "java": (synthetic_java, ".java"),
+           "javascript": (synthetic_javascript, ".js")}
+
+
+@pytest.fixture(scope="module")
+def three_languages(tmp_path_factory):
+  """A data dir with flcc/python, flcc/java and flcc/javascript built; JavaScript has half
+  the files of the others, so a balanced sample has to hold the others back."""
+  root = tmp_path_factory.mktemp("multilingual")
+  tree, data_dir = str(root / "flcc"), str(root / "tfds")
+  for spelling, language in LANGUAGES.items():
+    make, ext = CONTENT[language]
+    files_per_repo = 2 if language == "javascript" else 4
+    repos = {f"{repo}-{language}": {f"src/m{i}{ext}": make(r * 10 + i)
+                                    for i in range(files_per_repo)}
+             for r, repo in enumerate(REPOS)}
+    tree_writer.write_flcc_tree(tree, repos, language=language)
+    run_data_cli("build", f"--flcc_dir={tree}", f"--data_dir={data_dir}",
+                 f"--language={spelling}", f"--ratios={','.join(map(str, FIXTURE_RATIOS))}")
+  return data_dir
+
+
+def test_each_language_is_built_from_its_own_directory(three_languages):
+  for language in LANGUAGES.values():
+    assert os.path.isdir(os.path.join(three_languages, "flcc", language, "1.0.0")), language
+
+
+def test_a_shared_vocabulary_samples_each_language_alike_and_keeps_the_contract(
+    three_languages):
+  data_dir = three_languages
+  run_data_cli("vocab", f"--data_dir={data_dir}", "--language=python",
+               f"--vocab_size={TINY_VOCAB_SIZE}")
+  proc = run_data_cli("vocab", f"--data_dir={data_dir}", "--languages=Python,Java,JavaScript",
+                      f"--vocab_size={TINY_VOCAB_SIZE}")
+  with open(vocab_lib.sampling_path(data_dir)) as f:
+    record = json.load(f)
+  languages = record["languages"]
+  assert set(languages) == set(LANGUAGES.values())
+  # Each language gave as many characters as the smallest has (JavaScript), in whole files.
+  budget = record["chars_per_language"]
+  assert budget == min(taken["train_chars"] for taken in languages.values())
+  assert languages["javascript"]["sampled_files"] == languages["javascript"]["train_files"]
+  for language, taken in languages.items():
+    assert budget <= taken["sampled_chars"] <= taken["train_chars"], language
+    assert taken["sampled_files"] < taken["train_files"] or language == "javascript", language
+  # The same ids and whitespace rules as one language's vocabulary.
+  processor = vocab_lib.load_processor(vocab_lib.vocab_path(data_dir, vocab_lib.SHARED))
+  assert processor.PieceToId("\n") == 3 and processor.PieceToId("\t") == 4
+  for language, (make, _) in CONTENT.items():
+    text = make(3).decode("utf-8") + "ü€😀\n"
+    assert processor.DecodeIds(processor.EncodeAsIds(text)) == text, language
+  # chars/token on validation for each language; Python's own vocabulary beside it.
+  for language in LANGUAGES.values():
+    line = reported(proc.stdout, language)
+    assert "characters per token on validation" in line, proc.stdout
+    assert ("its own vocabulary" in line) == (language == "python"), line
+  # Rerun: the finished vocabulary is kept.
+  again = run_data_cli("vocab", f"--data_dir={data_dir}", "--languages=python,java,javascript")
+  assert "vocabulary exists" in again.stdout
+
+
+def test_a_shared_vocabulary_over_a_language_not_built_is_one_line(three_languages):
+  proc = run_data_cli("vocab", f"--data_dir={three_languages}", "--languages=python,go",
+                      "--overwrite", check=False)
+  assert proc.returncode == 1
+  [line] = [line for line in proc.stderr.splitlines() if "error:" in line]
+  assert "flcc/go" in line and "not built" in line and "--language=go" in line, line
+  # Without --overwrite, an existing shared vocabulary of other languages is named, not reused.
+  proc = run_data_cli("vocab", f"--data_dir={three_languages}", "--languages=python,java",
+                      check=False)
+  assert proc.returncode == 1 and "trained on java, javascript, python" in proc.stderr, \
+      proc.stderr
+  proc = run_data_cli("vocab", f"--data_dir={three_languages}", "--languages=python",
+                      check=False)
+  assert proc.returncode == 2 and "two languages or more" in proc.stderr, proc.stderr
+
+
+def test_balanced_sample_is_seeded_and_whole_files():
+  texts = {"a": ["x" * 10] * 10, "b": ["y" * 30, "z" * 5]}
+  sample, record = vocab_lib.balanced_sample(texts, seed=1)
+  assert record["chars_per_language"] == 35
+  assert sample == vocab_lib.balanced_sample(texts, seed=1)[0]
+  assert record["languages"]["a"] == {"train_files": 10, "train_chars": 100,
+                                      "sampled_files": 4, "sampled_chars": 40}
+  assert sorted(sample[-2:]) == ["y" * 30, "z" * 5]
