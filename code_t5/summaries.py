@@ -54,6 +54,7 @@ def main(argv=None) -> int:
   parser.add_argument("--json", help="also write the summary here")
   args = parser.parse_args(argv)
   try:
+    files.check_bucket(args.model_dir)  # a bucket refused is not "no such directory"
     if not files.isdir(args.model_dir):
       raise files.StorageError(f"{args.model_dir}: no such directory")
     summary = summarize(args.model_dir, args.split)

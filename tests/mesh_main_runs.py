@@ -32,6 +32,24 @@ def losses(text: str):
   return [float(x) for x in LOSS.findall(text)]
 
 
+# Two trainings from one checkpoint on the same batches (another mesh, another file system):
+# the first step's loss is the same weights on the same batch, only the order of float sums
+# differs. The next ones follow an Adafactor update, which turns last-bit differences into
+# visibly different steps, as between two runs on one device: up to 1.5e-3 relative in a CI
+# run on Zen 1.
+FIRST_STEP_RTOL = 1e-5
+LOSS_RTOL = 1e-2
+
+
+def loss_differences(run, reference):
+  """Relative differences of two runs' losses, step by step, checked against the bounds."""
+  assert len(run) == len(reference), (run, reference)
+  differences = [abs(a - b) / abs(b) for a, b in zip(run, reference)]
+  assert differences[0] <= FIRST_STEP_RTOL and max(differences) <= LOSS_RTOL, (
+      differences, run, reference)
+  return differences
+
+
 def main(runs):
   # pylint: disable=g-import-not-at-top
   from absl import flags
