@@ -171,7 +171,7 @@ def serving_task(mixture_or_task_name=gin.REQUIRED):
     task = seqio.get_subtasks(seqio.get_mixture_or_task(mixture_or_task_name))[0]
     features = dict(task.output_features)
     inputs = features["inputs"]
-    features["inputs"] = seqio.Feature(ServingVocabulary(inputs.vocabulary.language),
+    features["inputs"] = seqio.Feature(ServingVocabulary(inputs.vocabulary.name),
                                        add_eos=inputs.add_eos)
     seqio.TaskRegistry.add(name, source=task.source, preprocessors=[],
                            output_features=features)

@@ -3,18 +3,32 @@
   flcc_<lang>_full_line  code before a cursor -> the rest of its line (the product task)
   flcc_<lang>_prefix_lm  whole files, chunked into a prefix and its continuation (pretraining)
   flcc_<lang>            both, mixed at rates set in gin (`code_t5.mixture_rate`)
-  flcc_all               every language
+
+Each with the language's own vocabulary, and again with `_shared` at the end of the name with
+the vocabulary shared by several languages (`python -m code_t5.data vocab --languages=...`);
+the multilingual mixture mixes the shared ones of every built language, or of those named in
+gin:
+
+  --gin_param="MIXTURE_NAME = @code_t5.multilingual_mixture()"
+  --gin_param="code_t5.multilingual_mixture.languages = ['python', 'java']"   # optional
+
+(a --gin_param, read after every gin file: a mode file's `include 'dataset.gin'` would set
+MIXTURE_NAME back). A seqio Mixture needs one
+vocabulary for all its Tasks: that is what the shared one is for.
 
 Data and vocabulary both come from the TFDS data dir (`--t5_tfds_data_dir`), where
 `python -m code_t5.data` writes them.
 """
 
 
+import os
+
 import gin
 import seqio
 import t5.data.preprocessors as t5_preprocessors
 import tensorflow_datasets as tfds
 
+from code_t5 import files
 from code_t5 import metrics
 from code_t5 import preprocessors
 from code_t5.data import builder as flcc_builder  # registers the `flcc` TFDS builder
@@ -30,19 +44,20 @@ def tfds_data_dir() -> str:
 
 
 class FlccVocabulary(seqio.SentencePieceVocabulary):
-  """The sentencepiece model of one language, found in the data dir when first used.
+  """A sentencepiece model of the data dir, found when first used: one language's, or
+  `vocab_lib.SHARED`.
 
   Tasks are registered when `code_t5` is imported, before t5 applies `--t5_tfds_data_dir`,
   so the path is resolved late.
   """
 
-  def __init__(self, language: str):
-    self.language = language
+  def __init__(self, name: str):
+    self.name = name
     super().__init__(sentencepiece_model_file="")
 
   @property
   def sentencepiece_model_file(self) -> str:
-    return vocab_lib.vocab_path(tfds_data_dir(), self.language)
+    return vocab_lib.vocab_path(tfds_data_dir(), self.name)
 
   def _model_context(self):
     if not self._model:
@@ -52,8 +67,8 @@ class FlccVocabulary(seqio.SentencePieceVocabulary):
     return super()._model_context()
 
 
-def output_features(language: str):
-  vocabulary = FlccVocabulary(language)
+def output_features(vocabulary_name: str):
+  vocabulary = FlccVocabulary(vocabulary_name)
   return {
       "inputs": seqio.Feature(vocabulary, add_eos=True),
       "targets": seqio.Feature(vocabulary, add_eos=True),
@@ -85,10 +100,16 @@ def mixture_rate(task: seqio.Task, full_line=1.0, prefix_lm=1.0) -> float:
   return full_line if task.name.endswith("_full_line") else prefix_lm
 
 
-def register(language: str) -> None:
-  features = output_features(language)
+SHARED_SUFFIX = "_" + vocab_lib.SHARED
+
+
+def register(language: str, shared: bool = False) -> None:
+  """flcc_<language>_full_line, _prefix_lm and their mixture; with `shared`, the same named
+  `..._shared`, with the shared vocabulary."""
+  suffix = SHARED_SUFFIX if shared else ""
+  features = output_features(vocab_lib.SHARED if shared else language)
   seqio.TaskRegistry.add(
-      f"flcc_{language}_full_line",
+      f"flcc_{language}_full_line{suffix}",
       source=_source(language),
       preprocessors=[
           _full_line_examples,
@@ -102,7 +123,7 @@ def register(language: str) -> None:
       metric_fns=list(metrics.FULL_LINE_METRICS),
   )
   seqio.TaskRegistry.add(
-      f"flcc_{language}_prefix_lm",
+      f"flcc_{language}_prefix_lm{suffix}",
       source=_source(language),
       preprocessors=[
           preprocessors.content_to_targets,
@@ -115,13 +136,55 @@ def register(language: str) -> None:
       metric_fns=[],
   )
   seqio.MixtureRegistry.add(
-      f"flcc_{language}",
-      [f"flcc_{language}_prefix_lm", f"flcc_{language}_full_line"],
+      f"flcc_{language}{suffix}",
+      [f"flcc_{language}_prefix_lm{suffix}", f"flcc_{language}_full_line{suffix}"],
       default_rate=mixture_rate)
 
 
 for _language in flcc.LANGUAGES:
   register(_language)
+  register(_language, shared=True)
 
-seqio.MixtureRegistry.add("flcc_all", [f"flcc_{lang}" for lang in flcc.LANGUAGES],
-                          default_rate=mixture_rate)
+MULTILINGUAL = "flcc_multilingual"
+
+
+def built_languages(data_dir: str):
+  """The languages whose dataset is built in `data_dir`, in flcc.LANGUAGES order."""
+  return [language for language in flcc.LANGUAGES
+          if files.exists(os.path.join(data_dir, "flcc", language, FLCC_VERSION,
+                                       "dataset_info.json"))]
+
+
+@gin.configurable(module="code_t5")
+def multilingual_mixture(languages=None, language_rates=None) -> str:
+  """Registers `flcc_multilingual` and returns its name, for MIXTURE_NAME (module doc).
+
+  The `_shared` Tasks of `languages` (default: every language built in the data dir, looked
+  up now, when the data dir is known), each at `language_rates[language]` (default 1) times
+  its objective's `mixture_rate`. Registered anew at each call: gin calls it wherever
+  MIXTURE_NAME is read, and every call sees the same bindings.
+  """
+  data_dir = tfds_data_dir()
+  built = built_languages(data_dir)
+  if languages is None:
+    languages = built
+    if not languages:
+      raise ValueError(f"{MULTILINGUAL}: no language is built in {data_dir}")
+  languages = [flcc.canonical_language(language) for language in languages]
+  for language in languages:
+    if language not in built:
+      raise ValueError(f"{MULTILINGUAL}: {language} is not built in {data_dir} (`python -m "
+                       f"code_t5.data build --data_dir={data_dir} --language={language}`)")
+  language_rates = dict(language_rates or {})
+  unknown = set(language_rates) - set(languages)
+  if unknown:
+    raise ValueError(f"{MULTILINGUAL}: language_rates names languages it does not mix: "
+                     f"{', '.join(sorted(unknown))}")
+  tasks = []
+  for language in languages:
+    for objective in ("prefix_lm", "full_line"):
+      task = seqio.get_mixture_or_task(f"flcc_{language}_{objective}{SHARED_SUFFIX}")
+      tasks.append((task.name, language_rates.get(language, 1.0) * mixture_rate(task)))
+  seqio.MixtureRegistry.remove(MULTILINGUAL)
+  seqio.MixtureRegistry.add(MULTILINGUAL, tasks)
+  return MULTILINGUAL

@@ -1,16 +1,25 @@
 """Several languages in one data dir: Python, Java and JavaScript built from one FLCC tree, in
-their real directory spellings (`Python/.py`, `Java/.java`, `JavaScript/.js`), and one
-vocabulary shared by them."""
+their real directory spellings (`Python/.py`, `Java/.java`, `JavaScript/.js`), one vocabulary
+shared by them, and one model trained on all three (code_t5.multilingual_mixture)."""
+
 
 import json
 import os
+import re
+import subprocess
 
 import pytest
 
+from code_t5 import summaries
 from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
-from conftest import (FIXTURE_RATIOS, TINY_VOCAB_SIZE, reported, run_data_cli,
-                      synthetic_module)
+import mesh_main_runs
+from conftest import (FIXTURE_RATIOS, QUIET_TF, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE,
+                      mesh_main_command, mesh_main_runs_command, reported, run_data_cli,
+                      run_mesh_main, synthetic_module)
+
+# The trainings build on the fixture's data dir: one worker, in order.
+pytestmark = pytest.mark.xdist_group("multilingual")
 
 # Tree spellings, as a user would pass them; each maps to ours (python, java, javascript).
 LANGUAGES = {"Python": "python", "Java": "java", "JavaScript": "javascript"}
@@ -54,6 +63,9 @@ module.exports = {{ beta{seed} }};
 """.encode("utf-8")
 
 
+# As a user passes it: a --gin_param is read after every gin file, so a mode file that includes
+# dataset.gin (eval_full_line.gin does) cannot set MIXTURE_NAME back.
+MULTILINGUAL = ["MIXTURE_NAME = @code_t5.multilingual_mixture()"] + TINY_MODEL
 CONTENT = {"python": (synthetic_module, ".py"), "java": (synthetic_java, ".java"),
            "javascript": (synthetic_javascript, ".js")}
 
@@ -139,3 +151,54 @@ def test_balanced_sample_is_seeded_and_whole_files():
   assert record["languages"]["a"] == {"train_files": 10, "train_chars": 100,
                                       "sampled_files": 4, "sampled_chars": 40}
   assert sorted(sample[-2:]) == ["y" * 30, "z" * 5]
+
+
+@pytest.fixture(scope="module")
+def shared_vocabulary(three_languages):
+  run_data_cli("vocab", f"--data_dir={three_languages}", "--languages=python,java,javascript",
+               f"--vocab_size={TINY_VOCAB_SIZE}")
+  return three_languages
+
+
+@pytest.mark.slow
+def test_one_model_trains_on_the_multilingual_mixture_and_evals_each_language(
+    shared_vocabulary, tmp_path):
+  """train then eval through mesh_transformer_main, in one process (tests/mesh_main_runs.py):
+  every built language is mixed, and eval reports full-line metrics for each."""
+  model_dir = str(tmp_path / "model")
+  gin_files = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
+  commands = [
+      mesh_main_command(model_dir, shared_vocabulary, gin_files, MULTILINGUAL + [
+          "run.train_steps = 3"]),
+      mesh_main_command(model_dir, shared_vocabulary, gin_files + ["eval_full_line.gin"],
+                        MULTILINGUAL + ["mesh_eval_dataset_fn.num_eval_examples = 4",
+                                        "Unitransformer.sample_autoregressive.max_steps = 4"]),
+  ]
+  proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,
+                        text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  (_, train), (_, evaluation) = mesh_main_runs.split_output(proc.stderr, 0)[:2]
+  assert len(mesh_main_runs.losses(train)) == 3
+  # The mixture is the three languages' shared Tasks, both objectives each.
+  with open(os.path.join(model_dir, "operative_config.gin")) as f:
+    assert "multilingual_mixture" in f.read()
+  for language in LANGUAGES.values():
+    for metric in ("exact_match", "edit_similarity", "prefix_coverage"):
+      assert re.search(rf"eval/flcc_{language}_full_line_shared/{metric} at step 3: [0-9.]+",
+                       evaluation), (language, metric, evaluation[-3000:])
+  # ... and TensorBoard has them per language.
+  tags = summaries.read_scalars(os.path.join(model_dir, "validation_eval"))
+  assert {tag.split("/")[1] for tag in tags if "full_line" in tag} == {
+      f"flcc_{language}_full_line_shared" for language in LANGUAGES.values()}, sorted(tags)
+
+
+@pytest.mark.slow
+def test_a_multilingual_mixture_naming_a_language_not_built_is_one_line(shared_vocabulary,
+                                                                        tmp_path):
+  proc = run_mesh_main(str(tmp_path / "model"), shared_vocabulary,
+                       ["models/shared-prefix_lm.gin", "mesh/cpu.gin"],
+                       MULTILINGUAL + ["code_t5.multilingual_mixture.languages = ['python', 'Go']",
+                                       "run.train_steps = 1"])
+  errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+  assert proc.returncode == 1 and len(errors) == 1, proc.stderr[-3000:]
+  assert "go is not built" in errors[0] and "--language=go" in errors[0], errors[0]
