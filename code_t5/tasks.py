@@ -21,14 +21,11 @@ Data and vocabulary both come from the TFDS data dir (`--t5_tfds_data_dir`), whe
 """
 
 
-import os
-
 import gin
 import seqio
 import t5.data.preprocessors as t5_preprocessors
 import tensorflow_datasets as tfds
 
-from code_t5 import files
 from code_t5 import metrics
 from code_t5 import preprocessors
 from code_t5.data import builder as flcc_builder  # registers the `flcc` TFDS builder
@@ -151,8 +148,7 @@ MULTILINGUAL = "flcc_multilingual"
 def built_languages(data_dir: str):
   """The languages whose dataset is built in `data_dir`, in flcc.LANGUAGES order."""
   return [language for language in flcc.LANGUAGES
-          if files.exists(os.path.join(data_dir, "flcc", language, FLCC_VERSION,
-                                       "dataset_info.json"))]
+          if flcc_builder.built(data_dir, language) is not None]
 
 
 @gin.configurable(module="code_t5")

@@ -116,7 +116,7 @@ def _train_texts(data_dir, language):
 
 def _chars_per_token_text(processor, data_dir, language):
   cpt = vocab_lib.chars_per_token(processor, _split_texts(data_dir, language, "validation"))
-  return f"{cpt:.2f} characters per token on validation" if cpt else "no validation split"
+  return f"{cpt:.2f} characters per token on validation" if cpt else "no validation split to measure on"
 
 
 def cmd_vocab(args) -> None:
@@ -140,6 +140,7 @@ def cmd_shared_vocab(args) -> None:
   languages = sorted(set(args.languages))
   path = vocab_lib.vocab_path(args.data_dir, vocab_lib.SHARED)
   sampling = vocab_lib.sampling_path(args.data_dir)
+  trained_on = languages
   if files.exists(path) and not args.overwrite:
     trained_on = sorted(json.loads(files.read_text(sampling))["languages"])
     if trained_on != languages:
@@ -155,7 +156,6 @@ def cmd_shared_vocab(args) -> None:
     vocab_lib.save_sampling(args.data_dir, record)
     vocab_lib.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
   processor = vocab_lib.load_processor(path)
-  trained_on = sorted(json.loads(files.read_text(sampling))["languages"])
   print(f"vocabulary: {path}: {processor.GetPieceSize()} pieces, shared by "
         f"{', '.join(trained_on)} (sample: {sampling})")
   width = max(map(len, trained_on))
