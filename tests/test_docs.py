@@ -15,6 +15,7 @@ in order on one test worker, the two docs side by side.
 
 import ast
 import glob
+import json
 import os
 import re
 import subprocess
@@ -186,10 +187,42 @@ def check_cache(ws, proc):
                                      f"model.ckpt-{TRAIN_STEPS}.index"))
 
 
+def _multilingual_operative_config(ws):
+  with open(os.path.join(ws, "runs", "multilingual", "operative_config.gin")) as f:
+    return f.read()
+
+
+def check_multilingual_training(ws, proc):
+  """README: the dev model trained on the mixture of both dev languages (python, cpp)."""
+  del proc
+  assert os.path.exists(os.path.join(ws, "runs", "multilingual", "model.ckpt-1.index"))
+  assert "multilingual_mixture" in _multilingual_operative_config(ws)
+  with open(os.path.join(ws, "data", "dev", "tfds", "flcc_vocab", "shared",
+                         "sampling.json")) as f:
+    assert sorted(json.load(f)["languages"]) == ["cpp", "python"]
+
+
+def check_multilingual(ws, proc):
+  """GENTLE_INTRO: trained on both dev languages, then each one's full-line metrics."""
+  model_dir = os.path.join(ws, "runs", "multilingual")
+  assert os.path.exists(os.path.join(model_dir, f"model.ckpt-{TRAIN_STEPS}.index"))
+  assert "multilingual_mixture" in _multilingual_operative_config(ws)
+  metrics = summaries.summarize(model_dir)["eval"]
+  assert set(metrics) == {f"flcc_{language}_full_line_shared/{m}"
+                          for language in ("python", "cpp")
+                          for m in ("exact_match", "edit_similarity", "prefix_coverage")}
+  for m in metrics.values():
+    assert m["step"] == TRAIN_STEPS and 0.0 <= m["value"] <= 100.0
+  for language in ("python", "cpp"):  # the summaries table, one row per language
+    assert f"flcc_{language}_full_line_shared/edit_similarity" in proc.stdout
+  assert "characters per token on validation; its own vocabulary" in proc.stdout
+
+
 # (doc, text that picks its one block, check of what that block wrote)
 CHECKS = [
     ("GENTLE_INTRO.md", "--model_dir=runs/dev \\\n", check_training),
-    ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin", check_eval),
+    ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin \\\n  --gin_param=\"MIXTURE_NAME = 'flcc_python_full_line'\"",
+     check_eval),
     ("GENTLE_INTRO.md", "--gin_file=perplexity_eval.gin", check_perplexity),
     ("GENTLE_INTRO.md", "output_filename = 'runs/dev/completions'", check_infer),
     ("GENTLE_INTRO.md", "--gin_file=beam_search.gin", check_beam),
@@ -197,6 +230,8 @@ CHECKS = [
     ("GENTLE_INTRO.md", "--gin_file=export.gin", check_export),
     ("GENTLE_INTRO.md", "--gin_file=finetune.gin", check_finetune),
     ("GENTLE_INTRO.md", "cache_tasks_main", check_cache),
+    ("GENTLE_INTRO.md", "--model_dir=runs/multilingual", check_multilingual),
+    ("README.md", "--model_dir=runs/multilingual", check_multilingual_training),
 ]
 
 

@@ -257,3 +257,27 @@ def test_interrupted_dev_tree_is_not_taken_as_complete(tmp_path):
   assert not partial.exists()
   assert os.path.isdir(os.path.join(v3, "repositories"))
   shutil.rmtree(out)
+
+
+def test_cpp_dev_tree_is_abseil_from_the_tensorflow_wheel(tmp_path):
+  """The second dev language: C++ headers the installed TensorFlow ships, one repository per
+  Abseil library, laid out under C++/.h as the dataset spells it and read back by flcc.py."""
+  v3 = tree_writer.write_dev_tree(str(tmp_path / "flcc_cpp"), max_files=40, language="cpp")
+  assert os.listdir(os.path.join(v3, "languages")) == ["C++"]
+  _, repositories = flcc.assign_splits(os.path.dirname(v3))
+  files = [f for repo in repositories for f in flcc.list_repository_files(v3, "cpp", repo)[0]]
+  assert len(files) == 40 and all(f.path.startswith("absl/") for f in files)
+  assert len({f.repository for f in files}) >= 2
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  include = os.path.join(os.path.dirname(tf.__file__), "include")
+  for stored in (files[0], files[-1]):
+    with open(os.path.join(include, stored.path), "rb") as real, \
+         open(stored.stored_path, "rb") as copy:
+      assert copy.read() == real.read()
+
+
+def test_dev_of_a_language_without_a_dev_tree_is_one_line(tmp_path):
+  proc = run_data_cli("dev", "--language=Java", f"--root={tmp_path}", check=False)
+  assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+  assert "no dev tree for java" in proc.stderr and "python" in proc.stderr and "cpp" in proc.stderr
+  assert not os.listdir(tmp_path)

@@ -3,7 +3,8 @@
   build  FLCC v3 tree -> `flcc/<language>` in the TFDS data dir, with a filter/split report
   vocab  train split of `flcc/<language>` -> sentencepiece model in the same data dir;
          `--languages=a,b,...`: one model shared by several built languages
-  dev    no download: the interpreter's standard library as an FLCC tree, then build + vocab
+  dev    no download: the interpreter's standard library (or, with --language=cpp, Abseil's
+         C++ headers from the TensorFlow wheel) as an FLCC tree, then build + vocab
 
 Every step can be rerun after an interruption: finished outputs are reused, unfinished ones
 were never renamed into place.
@@ -168,14 +169,24 @@ def cmd_shared_vocab(args) -> None:
           f"{_chars_per_token_text(processor, args.data_dir, language)}{own}")
 
 
+def dev_tree_dir(root: str, language: str) -> str:
+  """ROOT/flcc for Python (where it always was), ROOT/flcc_<language> for the others: each
+  dev tree is written whole and renamed into place, so each language has its own."""
+  return os.path.join(root, "flcc" if language == "python" else f"flcc_{language}")
+
+
 def cmd_dev(args) -> None:
-  flcc_dir = os.path.join(args.root, "flcc")
+  if args.language not in tree_writer.DEV_SOURCES:
+    raise UsageError(f"no dev tree for {args.language}: dev writes "
+                     + ", ".join(f"{l} ({what})" for l, (what, _) in tree_writer.DEV_SOURCES.items())
+                     + "; build other languages from an FLCC tree with `build`")
+  flcc_dir = dev_tree_dir(args.root, args.language)
   args.data_dir = args.data_dir or os.path.join(args.root, "tfds")
   if os.path.isdir(os.path.join(flcc_dir, "v3")):
     print(f"dev tree exists: {flcc_dir}")
   else:
-    print(f"writing the standard library as an FLCC v3 tree to {flcc_dir} ...")
-    tree_writer.write_dev_tree(flcc_dir, max_files=args.max_files)
+    print(f"writing {tree_writer.DEV_SOURCES[args.language][0]} as an FLCC v3 tree to {flcc_dir} ...")
+    tree_writer.write_dev_tree(flcc_dir, max_files=args.max_files, language=args.language)
   args.flcc_dir = flcc_dir
   cmd_build(args)
   cmd_vocab(args)
@@ -237,11 +248,13 @@ def make_parser():
   _add_vocab_flags(vocab, vocab_lib.DEFAULT_VOCAB_SIZE)
   vocab.set_defaults(run=cmd_vocab)
 
-  dev = sub.add_parser("dev", help="no-download dev dataset and vocabulary from the stdlib")
+  dev = sub.add_parser("dev", help="no-download dev dataset and vocabulary: the stdlib "
+                                    "(python) or Abseil's headers (--language=cpp)")
   dev.add_argument("--root", default=DEFAULT_DEV_ROOT,
-                   help="writes ROOT/flcc (the tree) and ROOT/tfds (the data dir)")
+                   help="writes ROOT/flcc (the tree; ROOT/flcc_cpp for C++) and ROOT/tfds "
+                        "(the data dir)")
   dev.add_argument("--data_dir", default=None, help="default: ROOT/tfds")
-  dev.add_argument("--max_files", type=int, default=None, help="cap on stdlib files")
+  dev.add_argument("--max_files", type=int, default=None, help="cap on source files")
   # About 50 stdlib "repositories": larger held-out shares keep validation and test non-empty.
   _add_build_flags(dev, need_source=False, ratios=DEV_RATIOS)
   _add_vocab_flags(dev, DEV_VOCAB_SIZE)

@@ -1,15 +1,18 @@
-"""Writing FLCC v3 trees: the no-download dev tree, and test fixtures.
+"""Writing FLCC v3 trees: the no-download dev trees, and test fixtures.
 
 Both go through `write_flcc_tree`, so the dev run and the tests exercise exactly the layout
-that `flcc.py` reads from a published archive.
+that `flcc.py` reads from a published archive. The dev trees are code every machine with the
+lock installed already holds: Python's standard library, and for a second language the C++
+headers of Abseil that the TensorFlow wheel ships for building custom ops.
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
 import sysconfig
-from typing import Dict, Mapping, Optional
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 from code_t5.data import flcc
 
@@ -96,11 +99,49 @@ def stdlib_repositories(stdlib_dir: Optional[str] = None,
   return repositories
 
 
-def write_dev_tree(out_dir: str, max_files: Optional[int] = None) -> str:
-  """Writes the dev tree to `out_dir`, replacing it only once it is complete."""
+def abseil_repositories(max_files: Optional[int] = None) -> Dict[str, Dict[str, bytes]]:
+  """Abseil's C++ headers as the installed TensorFlow wheel holds them (`tensorflow/include/
+  absl`), one "repository" per Abseil library (`abseil/strings`, `abseil/container`, ...).
+  Found without importing TensorFlow; about 270 files."""
+  spec = importlib.util.find_spec("tensorflow")
+  include = (os.path.join(spec.submodule_search_locations[0], "include")
+             if spec and spec.submodule_search_locations else None)
+  if include is None or not os.path.isdir(os.path.join(include, "absl")):
+    raise FileNotFoundError(f"{include or 'tensorflow'}: no absl/ headers; the C++ dev tree "
+                            "reads them from the TensorFlow wheel of requirements/cpu.lock")
+  _, extensions = flcc.LANGUAGES["cpp"]
+  repositories: Dict[str, Dict[str, bytes]] = {}
+  count = 0
+  for dirpath, dirnames, filenames in os.walk(os.path.join(include, "absl")):
+    dirnames.sort()
+    for name in sorted(filenames):
+      if os.path.splitext(name)[1] not in extensions:
+        continue
+      path = os.path.relpath(os.path.join(dirpath, name), include).replace(os.sep, "/")
+      library = path.split("/")[1] if path.count("/") > 1 else "base"
+      with open(os.path.join(dirpath, name), "rb") as f:
+        repositories.setdefault(f"abseil/{library}", {})[path] = f.read()
+      count += 1
+      if max_files is not None and count >= max_files:
+        return repositories
+  return repositories
+
+
+# Language -> what its dev tree is, and the function that reads it (capped at max_files).
+DEV_SOURCES: Dict[str, Tuple[str, Callable[[Optional[int]], Dict[str, Dict[str, bytes]]]]] = {
+    "python": ("the standard library", lambda max_files: stdlib_repositories(max_files=max_files)),
+    "cpp": ("Abseil's C++ headers", abseil_repositories),
+}
+
+
+def write_dev_tree(out_dir: str, max_files: Optional[int] = None,
+                   language: str = "python") -> str:
+  """Writes the dev tree of `language` (a key of DEV_SOURCES) to `out_dir`, replacing it only
+  once it is complete."""
   partial = out_dir.rstrip("/") + ".incomplete"
   shutil.rmtree(partial, ignore_errors=True)
-  write_flcc_tree(partial, stdlib_repositories(max_files=max_files))
+  _, read_repositories = DEV_SOURCES[language]
+  write_flcc_tree(partial, read_repositories(max_files), language=language)
   shutil.rmtree(out_dir, ignore_errors=True)
   os.replace(partial, out_dir)
   return os.path.join(out_dir, "v3")
