@@ -3,7 +3,7 @@
 `--module_import=code_t5` registers the seqio Tasks and Mixtures of `code_t5/tasks.py` and
 puts code_t5's gin files on gin's search path. Under t5's entry point it also turns errors into
 one line (`errors.py`), skips the graph and checkpoint writes before the first training step
-(`startup.py`) and checks that the buckets of gs:// path flags exist (`files.py`); under
+(`startup.py`), prints progress lines while training and decoding (`progress.py`) and checks that the buckets of gs:// path flags exist (`files.py`); under
 seqio's cache_tasks_main it removes what a killed run left (`seqio_cache.py`).
 """
 
@@ -28,10 +28,12 @@ def gin_configs_dir() -> str:
 gin.add_config_file_search_path(gin_configs_dir())
 
 from code_t5 import errors  # noqa: E402
+from code_t5 import progress  # noqa: E402
 from code_t5 import startup  # noqa: E402
 
 errors.install_if_entry_point()
 startup.install_if_entry_point()
+progress.install_if_entry_point()
 if errors.running_entry_point():
   from code_t5 import files  # noqa: E402
   files.check_path_flags()  # before t5 makes --model_dir: see files.py

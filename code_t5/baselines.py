@@ -7,15 +7,26 @@
   most of what is already typed on the current line (the nearest such line on a tie).
 
 Both take the whole file before the cursor, as the full-line Task's `inputs_pretokenized`
-holds it; `scripts/bench_learning.py` scores them next to the model on the same examples.
-`model_window` cuts that file down to what the model reads, so copy-line can also be scored
-on exactly the model's information.
+holds it. `model_window` cuts that file down to what the model reads, so copy-line can also be
+scored on exactly the model's information.
+
+  python -m code_t5.baselines --model_dir=runs/smoke --data_dir=data/dev/tfds
+
+scores them next to the model's latest full-line eval, on the same examples, with both metric
+definitions (`code_t5/metrics.py`), and says how long the model trained; `make smoke` ends
+with it and `scripts/bench_learning.py` uses the same functions.
 """
 
+import argparse
+import json
 import os
-from typing import Iterable, List, Sequence
+import sys
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
+
+NGRAM_ORDER = 4
+BASELINES = ("4-gram", "copy-line", "copy-window")
 
 
 class NgramCompleter:
@@ -110,3 +121,143 @@ def copy_similar_line(prefix: str) -> str:
     if common > best_common:
       best, best_common = line, common
   return "" if best is None else best[len(typed):]
+
+
+# --- the model against the baselines, on the examples of its latest full-line eval ---------
+
+def eval_outputs(model_dir: str, task: str, split: str = "validation"):
+  """(step, targets, predictions) of the latest eval of `task` in `model_dir`."""
+  from code_t5 import files  # pylint: disable=g-import-not-at-top
+  prefix = os.path.join(model_dir, f"{split}_eval", task)
+  steps = sorted(int(path[len(prefix) + 1:-len("_predictions")])
+                 for path in files.glob(f"{prefix}_*_predictions")
+                 if path[len(prefix) + 1:-len("_predictions")].isdigit())
+  if not steps:
+    raise FileNotFoundError(f"{prefix}_<step>_predictions: no full-line eval of {task} in "
+                            f"{model_dir}; run eval_full_line.gin first")
+
+  def lines(path):
+    return files.read_text(path).split("\n")[:-1]
+  return steps[-1], lines(f"{prefix}_targets"), lines(f"{prefix}_{steps[-1]}_predictions")
+
+
+def task_examples(task_name: str, split: str, num: int) -> List[Tuple[str, str]]:
+  """The first `num` (prefix, target) texts of the Task's split, in the order mesh-tf's eval
+  reads them."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  task = seqio.get_mixture_or_task(task_name)
+  lengths = {"inputs": 128, "targets": 32}  # only the *_pretokenized texts are used
+  ds = task.get_dataset(lengths, split=split, shuffle=False).take(num)
+  return [(ex["inputs_pretokenized"].decode("utf-8"), ex["targets_pretokenized"].decode("utf-8"))
+          for ex in ds.as_numpy_iterator()]
+
+
+def fit_ngram(task_name: str) -> Tuple[NgramCompleter, int, int]:
+  """The 4-gram completer counted on the train split of the Task's source, with its
+  vocabulary: (completer, files, tokens)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  task = seqio.get_mixture_or_task(task_name)
+  vocabulary = task.output_features["targets"].vocabulary
+  documents = [vocabulary.encode(ex["content"].decode("utf-8")) for ex in
+               task.source.get_dataset(split="train", shuffle=False).as_numpy_iterator()]
+  ngram = NgramCompleter(NGRAM_ORDER, vocabulary.vocab_size).fit(documents)
+  return ngram, len(documents), sum(map(len, documents))
+
+
+def baseline_predictions(task_name: str, prefixes: Sequence[str], input_length: int,
+                         ngram: NgramCompleter) -> Dict[str, List[str]]:
+  """Each baseline's completion of each prefix (copy-window: from the model's window)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
+  features = seqio.get_mixture_or_task(task_name).output_features
+  vocabulary = features["targets"].vocabulary
+  stop_ids = (vocabulary.eos_id, preprocessors.newline_id(vocabulary))
+  return {
+      "4-gram": [vocabulary.decode(ngram.complete(vocabulary.encode(p), stop_ids, 64))
+                 for p in prefixes],
+      "copy-line": [copy_similar_line(p) for p in prefixes],
+      "copy-window": [copy_similar_line(model_window(p, features["inputs"], input_length))
+                      for p in prefixes],
+  }
+
+
+def score(targets: Sequence[str], predictions: Sequence[str]) -> Dict[str, float]:
+  """Every full-line metric, ours and CodeXGLUE's."""
+  from code_t5 import metrics  # pylint: disable=g-import-not-at-top
+  out = {}
+  for fn in metrics.FULL_LINE_METRICS:
+    out.update(fn(targets, predictions))
+  return out
+
+
+def compare(model_dir: str, task_name: str, split: str = "validation") -> dict:
+  """The model's latest full-line eval of `task_name` and the baselines on its examples."""
+  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  step, targets, model = eval_outputs(model_dir, task_name, split)
+  examples = task_examples(task_name, split, len(targets))
+  if [t for _, t in examples] != targets:
+    raise ValueError(f"{model_dir}: the eval's targets are not the first {len(targets)} "
+                     f"examples of {task_name}'s {split} split (another data dir?)")
+  lengths = summaries.run_bindings(model_dir).get("sequence_length") or {}
+  if "inputs" not in lengths:
+    raise ValueError(f"{model_dir}/operative_config.gin: no utils.run.sequence_length")
+  ngram, train_files, train_tokens = fit_ngram(task_name)
+  completions = {"model": model, **baseline_predictions(
+      task_name, [p for p, _ in examples], lengths["inputs"], ngram)}
+  return {"task": task_name, "split": split, "step": step, "examples": len(targets),
+          "input_length": lengths["inputs"],
+          "ngram": {"order": NGRAM_ORDER, "train_files": train_files,
+                    "train_tokens": train_tokens},
+          "metrics": {name: score(targets, preds) for name, preds in completions.items()},
+          "completions": completions, "targets": targets,
+          "prefix_tails": [p[-200:] for p, _ in examples]}
+
+
+def table(report: dict) -> str:
+  from code_t5 import metrics  # pylint: disable=g-import-not-at-top
+  names = metrics.FULL_LINE_METRIC_NAMES
+  head = {"exact_match": "exact", "edit_similarity": "edit sim", "prefix_coverage": "prefix cov",
+          "codexglue_exact_match": "CXG exact", "codexglue_edit_similarity": "CXG edit sim"}
+  rows = [f"{'completer':<12}" + "".join(f"{head.get(n, n):>14}" for n in names)]
+  for completer, values in report["metrics"].items():
+    rows.append(f"{completer:<12}" + "".join(f"{values[n]:>14.2f}" for n in names))
+  return "\n".join(rows)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(
+      prog="python -m code_t5.baselines",
+      description="The model's latest full-line eval next to two baselines on its examples.")
+  parser.add_argument("--model_dir", required=True)
+  parser.add_argument("--data_dir", required=True, help="the run's --t5_tfds_data_dir")
+  parser.add_argument("--task", default="flcc_python_full_line")
+  parser.add_argument("--split", default="validation")
+  parser.add_argument("--json", help="also write the report, with every completion, here")
+  args = parser.parse_args(argv)
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  import seqio  # pylint: disable=g-import-not-at-top
+  from code_t5 import files, summaries, tasks  # pylint: disable=g-import-not-at-top
+  del tasks  # registers the Tasks
+  seqio.set_tfds_data_dir_override(args.data_dir)
+  try:
+    report = compare(args.model_dir, args.task, args.split)
+  except (FileNotFoundError, ValueError) as e:
+    print(f"code_t5.baselines: error: {e}", file=sys.stderr)
+    return 1
+  trained = summaries.summarize(args.model_dir, args.split).get("train", {})
+  if "token_positions" in trained:
+    print(f"model: {args.model_dir}, {trained['last_step']} steps "
+          f"({trained['sequences']:,} sequences, {trained['token_positions']:,} token positions)")
+  print(f"{report['examples']} {args.split} examples of {args.task} (held-out repositories), "
+        f"checkpoint {report['step']}; 4-gram counted on {report['ngram']['train_files']} "
+        f"train files; copy-window reads the model's {report['input_length']}-token window")
+  print(table(report))
+  print("exact, edit sim, prefix cov: ours (code_t5/metrics.py); CXG: CodeXGLUE's "
+        "line-completion evaluator (split() tokens, fuzz.ratio)")
+  if args.json:
+    files.write_atomically(args.json, json.dumps(report, indent=1))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,14 +1,27 @@
 """Full-line completion metrics, in seqio's form: fn(targets, predictions) -> {name: value}.
 
 Values are percentages, as t5's own metrics report them. Predictions arrive already cut at
-the first newline by the task's postprocessor; trailing whitespace is not compared, since an
-editor strips it.
+the first newline by the task's postprocessor.
+
+Two definitions are reported side by side:
+
+* ours (`exact_match`, `edit_similarity`, `prefix_coverage`): characters compared as typed,
+  trailing whitespace left out (an editor strips it); edit similarity is 1 - Levenshtein
+  distance / length of the longer string.
+* CodeXGLUE's line-completion evaluator (`codexglue_exact_match`,
+  `codexglue_edit_similarity`), for comparing with published numbers: exact match on
+  whitespace-split tokens (`pred.split() == gt.split()`) and fuzzywuzzy's `fuzz.ratio`, an
+  integer per example: 100 * (1 - insertions and deletions / total length), rounded. The same
+  ratio comes from rapidfuzz, fuzzywuzzy's maintained successor. CodeXGLUE strips the
+  prediction and its answers carry no surrounding whitespace; ours may start with a space
+  (a cursor inside a line), so both sides are stripped.
 """
 
 import os
 from typing import Dict, Sequence
 
 import editdistance
+from rapidfuzz import fuzz
 
 
 def _pairs(targets: Sequence[str], predictions: Sequence[str]):
@@ -29,7 +42,7 @@ def exact_match(targets, predictions) -> Dict[str, float]:
 
 
 def edit_similarity(targets, predictions) -> Dict[str, float]:
-  """1 - Levenshtein distance / length of the longer string (CodeXGLUE line completion)."""
+  """1 - Levenshtein distance / length of the longer string."""
   def similarity(t, p):
     longest = max(len(t), len(p))
     return 1.0 - editdistance.eval(t, p) / longest if longest else 1.0
@@ -46,4 +59,23 @@ def prefix_coverage(targets, predictions) -> Dict[str, float]:
   return {"prefix_coverage": _mean(coverage(t, p) for t, p in _pairs(targets, predictions))}
 
 
-FULL_LINE_METRICS = (exact_match, edit_similarity, prefix_coverage)
+def codexglue_exact_match(targets, predictions) -> Dict[str, float]:
+  """CodeXGLUE line completion: the same whitespace-separated tokens."""
+  _pairs(targets, predictions)  # the same checks as ours
+  return {"codexglue_exact_match": _mean(
+      t.split() == p.split() for t, p in zip(targets, predictions))}
+
+
+def codexglue_edit_similarity(targets, predictions) -> Dict[str, float]:
+  """CodeXGLUE line completion: fuzzywuzzy's fuzz.ratio (an integer 0..100) per example,
+  averaged; round() is fuzzywuzzy's own rounding."""
+  _pairs(targets, predictions)
+  ratios = [round(fuzz.ratio(p.strip(), t.strip())) for t, p in zip(targets, predictions)]
+  return {"codexglue_edit_similarity": sum(ratios) / len(ratios) if ratios else 0.0}
+
+
+FULL_LINE_METRICS = (exact_match, edit_similarity, prefix_coverage, codexglue_exact_match,
+                     codexglue_edit_similarity)
+# What they report, in that order: each function reports one value under its own name.
+FULL_LINE_METRIC_NAMES = tuple(fn.__name__ for fn in FULL_LINE_METRICS)
+

@@ -1,15 +1,21 @@
-"""python -m code_t5.summaries --model_dir=DIR: what a run wrote, as a table.
+"""python -m code_t5.summaries --model_dir=DIR: what a run wrote, as a table (and a plot).
 
 Reads the TensorBoard event files that mesh_transformer_main leaves in the model dir (train)
-and in `<split>_eval/` (eval): the loss curve's ends, steps, and the latest eval metrics.
+and in `<split>_eval/` (eval): the loss curve's ends, steps, the sequences and token positions
+trained (from the run's operative_config.gin), and the latest eval metrics. `--plot` also
+draws the training loss and every eval metric over steps into a PNG.
 """
 
 import argparse
+import io
 import json
 import os
 import sys
 
 from code_t5 import files
+
+# Written by code_t5/progress.py every few steps; mesh-tf's own `loss` only every 100.
+LOSS_TAGS = ("code_t5/loss", "loss")
 
 
 def read_scalars(event_dir: str):
@@ -29,6 +35,44 @@ def read_scalars(event_dir: str):
   return scalars
 
 
+class _Literals:
+  """gin's parser delegate for reading values only: references and macros become None."""
+
+  def configurable_reference(self, scoped_name, evaluate):
+    del scoped_name, evaluate
+
+  def macro(self, name):
+    del name
+
+
+def run_bindings(model_dir: str) -> dict:
+  """{"selector.arg": value} of `utils.run`'s literal bindings in the run's
+  operative_config.gin, as gin parses them ({} if the run wrote none)."""
+  from gin import config_parser  # pylint: disable=g-import-not-at-top
+  path = os.path.join(model_dir, "operative_config.gin")
+  if not files.exists(path):
+    return {}
+  bindings = {}
+  for statement in config_parser.ConfigParser(io.StringIO(files.read_text(path)), _Literals()):
+    if isinstance(statement, config_parser.BindingStatement) and statement.selector == "run":
+      bindings[statement.arg_name] = statement.value
+  return bindings
+
+
+def per_step(model_dir: str) -> dict:
+  """What one training step reads: {"sequences", "token_positions"}, from the run's batch
+  size and sequence lengths. Token positions are sequences x (inputs + targets length),
+  padding included; a `tokens_per_batch` size is turned into sequences as mesh-tf does
+  (divided by the longest feature's length)."""
+  bindings = run_bindings(model_dir)
+  batch, lengths = bindings.get("batch_size"), bindings.get("sequence_length")
+  if not (isinstance(batch, tuple) and isinstance(lengths, dict) and lengths):
+    return {}
+  method, value = batch
+  sequences = value if method == "sequences_per_batch" else value // max(lengths.values())
+  return {"sequences": sequences, "token_positions": sequences * sum(lengths.values())}
+
+
 def summarize(model_dir: str, split: str = "validation") -> dict:
   train = read_scalars(model_dir)
   evals = read_scalars(os.path.join(model_dir, f"{split}_eval"))
@@ -38,6 +82,12 @@ def summarize(model_dir: str, split: str = "validation") -> dict:
     summary["train"] = {"first_step": loss[0][0], "first_loss": round(loss[0][2], 4),
                         "last_step": loss[-1][0], "last_loss": round(loss[-1][2], 4),
                         "first_summary_wall_time": loss[0][1]}
+    curve = sorted(next((train[tag] for tag in LOSS_TAGS if tag in train)))
+    summary["train"].update(last_step=max(curve[-1][0], loss[-1][0]),
+                            last_loss=round(curve[-1][2], 4))
+    step = per_step(model_dir)
+    if step:
+      summary["train"].update({k: v * summary["train"]["last_step"] for k, v in step.items()})
   metrics = {}
   for tag, values in evals.items():
     if tag.startswith("eval/"):
@@ -47,17 +97,54 @@ def summarize(model_dir: str, split: str = "validation") -> dict:
   return summary
 
 
+def plot(model_dir: str, path: str, split: str = "validation") -> None:
+  """A PNG of the training loss (left) and each eval metric (right) over steps."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")  # no display: a file only
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  train = read_scalars(model_dir)
+  evals = read_scalars(os.path.join(model_dir, f"{split}_eval"))
+  figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+  for tag in LOSS_TAGS:
+    if tag in train:
+      steps, _, values = zip(*sorted(train[tag]))
+      left.plot(steps, values, marker="." if len(steps) < 50 else None, label=tag)
+      break
+  left.set(title="training loss", xlabel="step", ylabel="loss")
+  for tag, values in sorted(evals.items()):
+    if tag.startswith("eval/"):
+      steps, _, numbers = zip(*sorted(values))
+      right.plot(steps, numbers, marker="o", label=tag[len("eval/"):])
+  right.set(title=f"full-line metrics on {split}", xlabel="step", ylabel="percent")
+  for axes in (left, right):
+    if axes.get_legend_handles_labels()[0]:
+      axes.legend(fontsize="small")
+    axes.grid(alpha=0.3)
+  figure.suptitle(model_dir)
+  figure.tight_layout()
+  png = io.BytesIO()
+  figure.savefig(png, format="png", dpi=100)
+  plt.close(figure)
+  files.write_atomically(path, png.getvalue())
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(prog="python -m code_t5.summaries", description=__doc__)
   parser.add_argument("--model_dir", required=True)
   parser.add_argument("--split", default="validation")
   parser.add_argument("--json", help="also write the summary here")
+  parser.add_argument("--plot", nargs="?", const="", default=None,
+                      help="also draw loss and eval metrics over steps into this PNG "
+                           "(default: MODEL_DIR/summary.png)")
   args = parser.parse_args(argv)
   try:
     files.check_bucket(args.model_dir)  # a bucket refused is not "no such directory"
     if not files.isdir(args.model_dir):
       raise files.StorageError(f"{args.model_dir}: no such directory")
     summary = summarize(args.model_dir, args.split)
+    if args.plot is not None:
+      args.plot = args.plot or os.path.join(args.model_dir, "summary.png")
+      plot(args.model_dir, args.plot, args.split)
   except Exception as e:  # pylint: disable=broad-except
     if not isinstance(e, files.StorageError) and not files.is_tensorflow_error(e):
       raise
@@ -67,12 +154,17 @@ def main(argv=None) -> int:
     t = summary["train"]
     print(f"train  loss {t['first_loss']} at step {t['first_step']} -> "
           f"{t['last_loss']} at step {t['last_step']}")
+    if "sequences" in t:
+      print(f"train  {t['last_step']} steps: {t['sequences']:,} sequences, "
+            f"{t['token_positions']:,} token positions (inputs + targets, padding included)")
   for name, m in sorted(summary["eval"].items()):
     print(f"eval   {name:<50} {m['value']:>8.3f}  (step {m['step']})")
   if not summary["eval"]:
     print(f"eval   no metrics in {os.path.join(args.model_dir, args.split + '_eval')}")
   if args.json:
     files.write_atomically(args.json, json.dumps(summary, indent=1))
+  if args.plot:
+    print(f"plot   {args.plot}")
   return 0
 
 

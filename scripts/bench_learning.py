@@ -1,40 +1,37 @@
-"""Does the model learn? The dev model after a fixed CPU budget, against two baselines.
+"""Does the model learn? The dev model after a fixed number of steps, against two baselines.
 
 1. Trains the dev model (models/shared-prefix_lm_dev.gin, the `flcc_python` mixture) through
-   mesh_transformer_main for --minutes of wall time from launch, then stops it; the last
-   checkpoint (every 100 steps) is the model.
+   mesh_transformer_main for --steps steps (a budget in steps, so that figures compare across
+   machines; the wall time is reported beside them).
 2. Full-line eval of that checkpoint (eval_full_line.gin, greedy) on the first --examples
    examples of the validation split: repositories that training never saw.
-3. On exactly those examples, two baselines (code_t5/baselines.py):
+3. On exactly those examples, two baselines (code_t5/baselines.py, as `make smoke` shows them):
      * a token 4-gram completer counted on the train split, with the same vocabulary;
      * "copy the earlier line of the same file that best matches what is typed", once from
        the whole file and once from only the lines the model reads (its input window).
-4. Exact match, edit similarity and prefix coverage of each with the Task's own metric
-   functions, the model's lead over each baseline with a paired bootstrap 95% interval, and
-   every example with all completions in <model_dir>/learning_examples.jsonl.
+4. Every full-line metric of each, ours and CodeXGLUE's (code_t5/metrics.py), the model's
+   lead over each baseline with a paired bootstrap 95% interval, and every example with all
+   completions in <model_dir>/learning_examples.jsonl.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
-  .venv/bin/python scripts/bench_learning.py --minutes=30 --json=bench_learning.json
+  .venv/bin/python scripts/bench_learning.py --steps=2500 --json=bench_learning.json
 """
 
 import argparse
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 import numpy as np
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_sequence_length, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, mesh_main_command
 MODEL_GIN = "models/shared-prefix_lm_dev.gin"
 TRAIN_MIXTURE = "flcc_python"
 EVAL_TASK = "flcc_python_full_line"
-NGRAM_ORDER = 4
-METRIC_NAMES = ("exact_match", "edit_similarity", "prefix_coverage")
 
 
 def last_checkpoint_step(model_dir):
@@ -46,46 +43,32 @@ def last_checkpoint_step(model_dir):
   return int(match.group(1)) if match else None
 
 
-def train_for(model_dir, data_dir, minutes, gin_files, gin_params):
-  """Trains until `minutes` of wall time have passed since launch; returns the last step."""
+def train(model_dir, data_dir, steps, gin_files, gin_params):
+  """Trains `steps` steps; returns the wall time from launch (start-up included)."""
   if last_checkpoint_step(model_dir) is not None:
     sys.exit(f"bench_learning: {model_dir} already holds checkpoints; give an empty "
              "--model_dir, or --eval_only to score what is there")
   os.makedirs(model_dir, exist_ok=True)
   cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files],
-                          [f"MIXTURE_NAME = '{TRAIN_MIXTURE}'", "run.train_steps = 10000000",
+                          [f"MIXTURE_NAME = '{TRAIN_MIXTURE}'", f"run.train_steps = {steps}",
                            *gin_params])
   log_path = os.path.join(model_dir, "train.log")
   start = time.time()
-  deadline = start + 60 * minutes
   with open(log_path, "w") as log:
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=QUIET_TF)
-    while proc.poll() is None and time.time() < deadline:
-      time.sleep(min(60, max(deadline - time.time(), 0.1)))
-      print(f"  {(time.time() - start) / 60:5.1f} of {minutes} min, last checkpoint at step "
-            f"{last_checkpoint_step(model_dir)}", file=sys.stderr, flush=True)
-    if proc.poll() is not None:
-      sys.exit(f"bench_learning: training exited early (code {proc.returncode}); "
-               f"see {log_path}")
-    proc.send_signal(signal.SIGTERM)
-    proc.wait()
-  step = last_checkpoint_step(model_dir)
-  if not step:
-    sys.exit(f"bench_learning: no checkpoint after {minutes} min; see {log_path}")
-  return step, time.time() - start
-
-
-def trained_input_length(model_dir):
-  """The run's inputs sequence length, from its operative_config.gin."""
-  path = os.path.join(os.path.abspath(model_dir), "operative_config.gin")
-  try:
-    return gin_sequence_length(path)["inputs"]
-  except (OSError, AttributeError):
-    sys.exit(f"bench_learning: no utils.run.sequence_length in {path}")
+    # code_t5's progress lines (stderr, "code_t5: ...") are shown; the rest goes to the log.
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.PIPE, text=True,
+                            env=QUIET_TF)
+    for line in proc.stderr:
+      log.write(line)
+      if line.startswith("code_t5: "):
+        print(" ", line, end="", file=sys.stderr, flush=True)
+    if proc.wait():
+      sys.exit(f"bench_learning: training failed (code {proc.returncode}); see {log_path}")
+  return time.time() - start
 
 
 def evaluate(model_dir, data_dir, examples, gin_files, gin_params):
-  """Greedy full-line eval of the last checkpoint; returns (targets, predictions)."""
+  """Greedy full-line eval of the last checkpoint (written to <model_dir>/validation_eval)."""
   cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files, "eval_full_line.gin"],
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
                            f"mesh_eval_dataset_fn.num_eval_examples = {examples}"])
@@ -94,47 +77,6 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params):
     if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                       env=QUIET_TF).returncode:
       sys.exit(f"bench_learning: eval failed; see {log_path}")
-  step = last_checkpoint_step(model_dir)
-  out = os.path.join(model_dir, "validation_eval", EVAL_TASK)
-
-  def lines(path):
-    with open(path, encoding="utf-8") as f:
-      return f.read().split("\n")[:-1]
-  return lines(f"{out}_targets"), lines(f"{out}_{step}_predictions")
-
-
-def eval_examples(num):
-  """The Task's validation examples, in the order mesh-tf's eval reads them."""
-  import seqio  # pylint: disable=g-import-not-at-top
-  from code_t5 import tasks  # pylint: disable=g-import-not-at-top
-  task = seqio.get_mixture_or_task(EVAL_TASK)
-  lengths = {"inputs": 128, "targets": 32}  # only the *_pretokenized texts are used
-  ds = task.get_dataset(lengths, split="validation", shuffle=False)
-  if num > 0:
-    ds = ds.take(num)
-  del tasks
-  return [(ex["inputs_pretokenized"].decode("utf-8"), ex["targets_pretokenized"].decode("utf-8"))
-          for ex in ds.as_numpy_iterator()]
-
-
-def fit_ngram(vocabulary, data_dir):
-  """The 4-gram completer, counted on the train split's files."""
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  from code_t5 import baselines, tasks  # pylint: disable=g-import-not-at-top
-  builder = tfds.builder(f"flcc/python:{tasks.FLCC_VERSION}", data_dir=data_dir)
-  files = [ex["content"].decode("utf-8")
-           for ex in tfds.as_numpy(builder.as_dataset(split="train"))]
-  documents = [vocabulary.encode(text) for text in files]
-  ngram = baselines.NgramCompleter(NGRAM_ORDER, vocabulary.vocab_size).fit(documents)
-  return ngram, len(files), sum(map(len, documents))
-
-
-def score(targets, predictions):
-  from code_t5 import metrics  # pylint: disable=g-import-not-at-top
-  out = {}
-  for fn in metrics.FULL_LINE_METRICS:
-    out.update(fn(targets, predictions))
-  return out
 
 
 def per_example(targets, predictions):
@@ -157,7 +99,7 @@ def bootstrap_lead(ours, theirs, seed=0, rounds=2000):
 def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--minutes", type=float, default=30.0, help="training budget, wall time")
+  parser.add_argument("--steps", type=int, default=2500, help="training budget, in steps")
   parser.add_argument("--examples", type=int, default=1024,
                       help="validation examples to score (-1: all)")
   parser.add_argument("--data_dir", default=DEV_TFDS)
@@ -171,75 +113,57 @@ def main():
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
 
-  if args.eval_only:
-    step, train_wall = last_checkpoint_step(args.model_dir), None
-    if step is None:
-      sys.exit(f"bench_learning: no checkpoint in {args.model_dir}")
-  else:
-    print(f"training the dev model for {args.minutes} min into {args.model_dir} ...",
+  train_wall = None
+  if not args.eval_only:
+    print(f"training the dev model for {args.steps} steps into {args.model_dir} ...",
           file=sys.stderr, flush=True)
-    step, train_wall = train_for(args.model_dir, args.data_dir, args.minutes, args.gin_file,
-                                 args.gin_param)
-  input_length = trained_input_length(args.model_dir)
+    train_wall = train(args.model_dir, args.data_dir, args.steps, args.gin_file,
+                       args.gin_param)
+  step = last_checkpoint_step(args.model_dir)
+  if step is None:
+    sys.exit(f"bench_learning: no checkpoint in {args.model_dir}")
   print(f"full-line eval of step {step} ...", file=sys.stderr, flush=True)
-  targets, model_predictions = evaluate(args.model_dir, args.data_dir, args.examples,
-                                        args.gin_file, args.gin_param)
+  evaluate(args.model_dir, args.data_dir, args.examples, args.gin_file, args.gin_param)
 
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import seqio  # pylint: disable=g-import-not-at-top
-  from code_t5 import baselines, preprocessors  # pylint: disable=g-import-not-at-top
+  from code_t5 import baselines, metrics, summaries, tasks  # pylint: disable=g-import-not-at-top
+  del tasks  # registers the Tasks
   seqio.set_tfds_data_dir_override(args.data_dir)
-  examples = eval_examples(len(targets))
-  if [t for _, t in examples] != targets:
-    sys.exit("bench_learning: the Task's validation examples differ from mesh-tf's eval "
-             "targets; the baselines would not score the same examples")
-  features = seqio.get_mixture_or_task(EVAL_TASK).output_features
-  vocabulary = features["targets"].vocabulary
-  window = preprocessors.inputs_budget(input_length, features["inputs"])
-  print("counting 4-grams on the train split ...", file=sys.stderr, flush=True)
-  ngram, train_files, train_tokens = fit_ngram(vocabulary, args.data_dir)
-  stop_ids = (vocabulary.eos_id, preprocessors.newline_id(vocabulary))
-  ngram_predictions = [vocabulary.decode(ngram.complete(vocabulary.encode(prefix), stop_ids, 64))
-                       for prefix, _ in examples]
-  copy_predictions = [baselines.copy_similar_line(prefix) for prefix, _ in examples]
-  window_copy_predictions = [
-      baselines.copy_similar_line(baselines.model_window(prefix, features["inputs"], input_length))
-      for prefix, _ in examples]
-
-  completers = {"model": model_predictions, "4-gram": ngram_predictions,
-                "copy-line": copy_predictions, "copy-window": window_copy_predictions}
-  results = {name: score(targets, preds) for name, preds in completers.items()}
-  per = {name: per_example(targets, preds) for name, preds in completers.items()}
+  print("the baselines on the same examples ...", file=sys.stderr, flush=True)
+  report = baselines.compare(args.model_dir, EVAL_TASK)
+  completions, targets = report["completions"], report["targets"]
+  per = {name: per_example(targets, preds) for name, preds in completions.items()}
   leads = {baseline: {metric: bootstrap_lead(per["model"][metric], per[baseline][metric])
                       for metric in ("exact_match", "edit_similarity")}
-           for baseline in ("4-gram", "copy-line", "copy-window")}
+           for baseline in baselines.BASELINES}
 
   with open(os.path.join(args.model_dir, "learning_examples.jsonl"), "w") as f:
-    for (prefix, target), *preds in zip(examples, *completers.values()):
-      f.write(json.dumps({"prefix_tail": prefix[-200:], "target": target,
-                          **dict(zip(completers, preds))}) + "\n")
+    for i, target in enumerate(targets):
+      f.write(json.dumps({"prefix_tail": report["prefix_tails"][i], "target": target,
+                          **{name: preds[i] for name, preds in completions.items()}}) + "\n")
 
-  budget = f"after {args.minutes} min" if train_wall else "(--eval_only)"
-  print(f"\ndev model {budget}: step {step}; "
-        f"{len(targets)} validation examples (held-out repositories)")
-  print(f"(copy-window: copy-line from only the model's {window}-token input window)")
-  print(f"{'completer':<11} " + " ".join(f"{m:>16}" for m in METRIC_NAMES))
-  for name, r in results.items():
-    print(f"{name:<11} " + " ".join(f"{r[m]:>16.2f}" for m in METRIC_NAMES))
+  trained = summaries.summarize(args.model_dir).get("train", {})
+  wall = f", {train_wall / 60:.1f} min of wall time from launch" if train_wall else ""
+  print(f"\ndev model at step {step}{wall}; {trained.get('token_positions', '?'):,} token "
+        f"positions trained; {len(targets)} validation examples (held-out repositories)")
+  print(f"(copy-window: copy-line from only the model's {report['input_length']}-token input "
+        "window; CXG: CodeXGLUE's definitions)")
+  print(baselines.table(report))
   for baseline, by_metric in leads.items():
     for metric, lead in by_metric.items():
       print(f"model - {baseline:<11} {metric:<15} {lead['lead']:+6.2f} points "
             f"(paired bootstrap 95% CI {lead['ci95'][0]:+.2f} .. {lead['ci95'][1]:+.2f})")
-  report = {"budget_minutes": args.minutes if train_wall else None, "train_wall_s": train_wall,
-            "checkpoint_step": step, "examples": len(targets), "split": "validation",
-            "ngram": {"order": NGRAM_ORDER, "train_files": train_files,
-                      "train_tokens": train_tokens},
-            "copy_window_tokens": window,
-            "metrics": results, "model_lead": leads}
+  out = {"budget_steps": None if args.eval_only else args.steps, "train_wall_s": train_wall,
+         "checkpoint_step": step, "token_positions": trained.get("token_positions"),
+         "examples": len(targets), "split": "validation", "ngram": report["ngram"],
+         "copy_window_tokens": report["input_length"], "metric_names":
+         list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
+         "model_lead": leads}
   if args.json:
     with open(args.json, "w") as f:
-      json.dump(report, f, indent=2)
-  return report
+      json.dump(out, f, indent=2)
+  return out
 
 
 if __name__ == "__main__":

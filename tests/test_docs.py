@@ -23,6 +23,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from code_t5 import metrics as metrics_lib
 from code_t5 import summaries
 from conftest import FIXTURE_RATIOS, REPO_ROOT, TINY_VOCAB_SIZE
 
@@ -116,11 +117,20 @@ def check_eval(ws, proc):
                                          f"*_{TRAIN_STEPS}_predictions"))
   assert len(_lines(predictions)) == EVAL_EXAMPLES  # the padding rows were dropped
   metrics = summaries.summarize(model_dir)["eval"]
-  assert set(metrics) == {f"flcc_python_full_line/{m}" for m in
-                          ("exact_match", "edit_similarity", "prefix_coverage")}
+  assert set(metrics) == {f"flcc_python_full_line/{m}" for m in metrics_lib.FULL_LINE_METRIC_NAMES}
   for m in metrics.values():
     assert m["step"] == TRAIN_STEPS and 0.0 <= m["value"] <= 100.0
   assert "flcc_python_full_line/edit_similarity" in proc.stdout  # the summaries table
+  assert os.path.getsize(os.path.join(model_dir, "summary.png")) > 1000  # --plot
+  # code_t5.baselines: the model's row is the eval's own numbers; both baselines scored.
+  rows = {line.split()[0]: [float(x) for x in line.split()[1:]]
+          for line in proc.stdout.splitlines()
+          if line.split() and line.split()[0] in ("model", "4-gram", "copy-line", "copy-window")}
+  assert set(rows) == {"model", "4-gram", "copy-line", "copy-window"}, proc.stdout
+  names = metrics_lib.FULL_LINE_METRIC_NAMES
+  assert rows["model"] == [pytest.approx(metrics[f"flcc_python_full_line/{n}"]["value"], abs=0.01)
+                           for n in names]
+  assert f"{EVAL_EXAMPLES} validation examples of flcc_python_full_line" in proc.stdout
 
 
 def check_perplexity(ws, proc):
@@ -210,7 +220,7 @@ def check_multilingual(ws, proc):
   metrics = summaries.summarize(model_dir)["eval"]
   assert set(metrics) == {f"flcc_{language}_full_line_shared/{m}"
                           for language in ("python", "cpp")
-                          for m in ("exact_match", "edit_similarity", "prefix_coverage")}
+                          for m in metrics_lib.FULL_LINE_METRIC_NAMES}
   for m in metrics.values():
     assert m["step"] == TRAIN_STEPS and 0.0 <= m["value"] <= 100.0
   for language in ("python", "cpp"):  # the summaries table, one row per language

@@ -9,11 +9,15 @@ and export on prefixes chosen to catch a wrong input window, and the bitransform
 import glob
 import json
 import os
+import re
 import subprocess
 
+import numpy as np
 import pytest
 
+from code_t5 import progress
 from code_t5 import summaries
+import mesh_main_runs
 from conftest import PYTHON, TINY_MODEL, run_mesh_main
 
 # The tests share one trained model: one worker runs them all.
@@ -39,9 +43,10 @@ def _main(model_dir, data_dir, gin_files, gin_params, extra_flags=()):
 
 
 @pytest.fixture(scope="module")
-def trained_model_dir(flcc_data_dir, tmp_path_factory):
+def trained_model(flcc_data_dir, tmp_path_factory):
+  """(model dir, the training's CompletedProcess)."""
   model_dir = str(tmp_path_factory.mktemp("model"))
-  _main(model_dir, flcc_data_dir, ["models/shared-prefix_lm.gin"], [
+  proc = _main(model_dir, flcc_data_dir, ["models/shared-prefix_lm.gin"], [
       "utils.run.mesh_shape = 'model:1,batch:1'",
       "utils.run.mesh_devices = ['cpu:0']",
       "run.keep_checkpoint_max = 8",
@@ -53,8 +58,15 @@ def trained_model_dir(flcc_data_dir, tmp_path_factory):
       # same on every run.
       "learning_rate_schedule_noam.warmup_steps = 100", "mesh_train_dataset_fn.seed = 7",
       "utils.run.save_checkpoints_steps = 10", "utils.run.iterations_per_loop = 10",
+      # A progress line at every step after the first (code_t5/progress.py).
+      "code_t5.progress.seconds = 0.001",
   ])
-  return model_dir
+  return model_dir, proc
+
+
+@pytest.fixture(scope="module")
+def trained_model_dir(trained_model):
+  return trained_model[0]
 
 
 def _infer(model_dir, data_dir, tmp_path, name, gin_files=(), gin_params=()):
@@ -62,13 +74,16 @@ def _infer(model_dir, data_dir, tmp_path, name, gin_files=(), gin_params=()):
   input_file = tmp_path / "prefixes.jsonl"
   input_file.write_text("".join(json.dumps({"prefix": p}) + "\n" for p in PREFIXES))
   output = tmp_path / name
-  _main(model_dir, data_dir,
+  proc = _main(model_dir, data_dir,
         ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "infer_full_line.gin", *gin_files],
         TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
                       f"code_t5.complete_lines_from_file.input_filename = '{input_file}'",
                       f"code_t5.complete_lines_from_file.output_filename = '{output}'",
                       *gin_params])
   assert not os.path.exists(f"{output}-{TRAIN_STEPS}.incomplete")
+  # code_t5/progress.py counts what the model decoded: the prefixes, padded to whole batches.
+  decoded = re.findall(r"^code_t5: decoded (\d+) examples in ", proc.stderr, re.M)
+  assert len(decoded) == 1 and int(decoded[0]) >= len(PREFIXES), proc.stderr[-2000:]
   with open(f"{output}-{TRAIN_STEPS}") as f:
     completions = f.read().split("\n")
   assert completions[-1] == "" and len(completions) == len(PREFIXES) + 1
@@ -106,6 +121,53 @@ def test_training_writes_checkpoints_config_and_loss(trained_model_dir):
   assert 0 < train["first_loss"] < 20
   [(step, _, rate)] = summaries.read_scalars(trained_model_dir)["learning_rate"]
   assert step == 1 and rate == pytest.approx(0.1)  # rsqrt(max(step, warmup 100))
+
+
+PROGRESS_LINE = re.compile(r"^code_t5: train step (\d+)/30 \| loss ([0-9.]+) \| [0-9.]+ steps/s "
+                           r"\| (\d+m)?\d+s left$", re.M)
+
+
+@pytest.mark.slow
+def test_training_shows_progress_and_ends_with_one_summary_line(trained_model):
+  """code_t5/progress.py under t5's entry point: a line per progress interval with the step,
+  the mean loss since the last line and the time left; the loss in TensorBoard every 10
+  steps; one line at the end."""
+  model_dir, proc = trained_model
+  lines = PROGRESS_LINE.findall(proc.stderr)
+  steps = [int(step) for step, _, _ in lines]
+  assert len(steps) >= TRAIN_STEPS // 2 and steps == sorted(steps), proc.stderr[-3000:]
+  # mesh-tf prints each step's loss on CPU; the hook's means are of the same values.
+  losses = mesh_main_runs.losses(proc.stderr)
+  assert len(losses) == TRAIN_STEPS
+  written = {step: value for step, _, value in
+             summaries.read_scalars(model_dir)[progress.LOSS_TAG]}
+  assert sorted(written) == [10, 20, 30]
+  for step, value in written.items():
+    assert value == pytest.approx(np.mean(losses[step - 10:step]), rel=1e-5)
+  [summary] = [line for line in proc.stderr.splitlines() if "code_t5: trained steps" in line]
+  assert re.fullmatch(
+      rf"code_t5: trained steps 0 -> {TRAIN_STEPS} in (\d+m)?\d+s \([0-9.]+ steps/s\), last loss "
+      rf"{losses[-1]:.3f}; reached run.train_steps; checkpoint "
+      rf"{re.escape(model_dir)}/model.ckpt-{TRAIN_STEPS}", summary), summary
+
+
+@pytest.mark.slow
+def test_a_time_budget_stops_training_and_saves_where_it_stopped(flcc_data_dir, tmp_path):
+  model_dir = str(tmp_path / "budget")
+  proc = _main(model_dir, flcc_data_dir, ["models/shared-prefix_lm.gin", "mesh/cpu.gin"],
+               TINY_MODEL + ["MIXTURE_NAME = 'flcc_python'", "run.train_steps = 1000000",
+                             "code_t5.train_budget.minutes = 0.1"])
+  [summary] = [line for line in proc.stderr.splitlines() if "code_t5: trained steps" in line]
+  match = re.fullmatch(r"code_t5: trained steps 0 -> (\d+) in (\d+)s .*; stopped by the "
+                       r"0.1-minute budget \(code_t5.train_budget.minutes\); checkpoint (\S+)",
+                       summary)
+  assert match, summary
+  step, seconds, checkpoint = int(match.group(1)), int(match.group(2)), match.group(3)
+  assert 1 <= step < 1000000 and 6 <= seconds < 60
+  assert checkpoint == f"{model_dir}/model.ckpt-{step}"
+  assert os.path.exists(checkpoint + ".index")
+  with open(os.path.join(model_dir, "checkpoint")) as f:
+    assert f.readline().strip() == f'model_checkpoint_path: "model.ckpt-{step}"'
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ import time
 import numpy as np
 import pytest
 
+from code_t5 import metrics
 from code_t5.data import tree_writer
 import gcs_emulator
 import mesh_main_runs
@@ -189,8 +190,7 @@ def test_build_train_eval_infer_export_on_gs_equal_the_same_on_local_paths(
   assert result["served"] == completions and len(completions) == len(PREFIXES)
   # Eval wrote its metrics to gs://, and code_t5.summaries reads them there.
   assert set(result["summary"]["eval"]) == {
-      f"flcc_python_full_line/{m}" for m in ("exact_match", "edit_similarity",
-                                             "prefix_coverage")}
+      f"flcc_python_full_line/{m}" for m in metrics.FULL_LINE_METRIC_NAMES}
   assert result["summary"]["train"]["first_step"] >= 1  # the loss, read from gs://
 
 

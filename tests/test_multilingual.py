@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from code_t5 import metrics
 from code_t5 import summaries
 from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
@@ -183,7 +184,7 @@ def test_one_model_trains_on_the_multilingual_mixture_and_evals_each_language(
   with open(os.path.join(model_dir, "operative_config.gin")) as f:
     assert "multilingual_mixture" in f.read()
   for language in LANGUAGES.values():
-    for metric in ("exact_match", "edit_similarity", "prefix_coverage"):
+    for metric in metrics.FULL_LINE_METRIC_NAMES:
       assert re.search(rf"eval/flcc_{language}_full_line_shared/{metric} at step 3: [0-9.]+",
                        evaluation), (language, metric, evaluation[-3000:])
   # ... and TensorBoard has them per language.

@@ -104,3 +104,28 @@ def test_metrics_on_known_pairs():
   assert cov == pytest.approx(100 * (1 + 6 / 8 + 0 + 1) / 4)
   with pytest.raises(ValueError, match="2 targets but 1 predictions"):
     metrics.exact_match(["a", "b"], ["a"])
+
+
+def test_codexglue_metrics_on_known_pairs():
+  """CodeXGLUE's line-completion evaluator, worked by hand: exact match on whitespace-split
+  tokens, fuzz.ratio = 100 * (1 - insertions and deletions / (len(a) + len(b))), rounded
+  per example as fuzzywuzzy's integer ratio is."""
+  targets = ["x = f(a, b)", "return x", "foo(bar)", "abc", " 1", ""]
+  predictions = ["x =  f(a,  b)", "return y", "foo(bar)  ", "xyz", "1", ""]
+  # Same tokens; one token differs; same after rstrip; nothing shared; a leading space
+  # (both sides stripped); both empty.
+  assert metrics.codexglue_exact_match(targets, predictions) == {
+      "codexglue_exact_match": pytest.approx(100 * 4 / 6)}
+  # "x = f(a, b)" (11) vs "x =  f(a,  b)" (13): two insertions -> 1 - 2/24 = 91.67 -> 92.
+  # "return x" vs "return y": one substitution is an insertion and a deletion: 1 - 2/16 =
+  # 87.5, which fuzzywuzzy's round() takes to 88 (round half to even).
+  # "abc" vs "xyz": 0. "" vs "": 100, as fuzz.ratio of two equal strings.
+  expected = (92 + 88 + 100 + 0 + 100 + 100) / 6
+  assert metrics.codexglue_edit_similarity(targets, predictions) == {
+      "codexglue_edit_similarity": pytest.approx(expected)}
+  # Ours on the same pairs, for contrast: the extra spaces count.
+  assert metrics.exact_match(targets, predictions)["exact_match"] == pytest.approx(100 * 2 / 6)
+  assert metrics.FULL_LINE_METRIC_NAMES[-2:] == ("codexglue_exact_match",
+                                                 "codexglue_edit_similarity")
+  with pytest.raises(ValueError, match="2 targets but 1 predictions"):
+    metrics.codexglue_edit_similarity(["a", "b"], ["a"])

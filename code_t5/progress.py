@@ -1,0 +1,203 @@
+"""Progress of long runs: a line while training or decoding, a time budget, a line at the end.
+
+mesh-tf's Estimator logs thousands of lines and none of them says how far a run is. Under
+`mesh_transformer_main` importing code_t5 wraps the Estimator's `train` and `predict` (as
+`startup.py` replaces a hook's start-of-session step), so every run prints, on stderr:
+
+  code_t5: train step 120/600 | loss 3.214 | 2.91 steps/s | 2m45s left
+  code_t5: trained steps 0 -> 600 in 3m26s (2.91 steps/s), last loss 2.310; reached run.train_steps; checkpoint runs/dev/model.ckpt-600
+  code_t5: decoded 64 examples (3.1/s)
+  code_t5: decoded 256 examples in 1m22s (3.1/s)
+
+The loss is the mean over the steps since the previous line. Training also writes it to
+TensorBoard every `summary_steps` steps (`code_t5/loss`, beside mesh-tf's own `loss`, which
+it writes every 100 steps): that is the curve `python -m code_t5.summaries --plot` draws.
+
+  --gin_param="code_t5.progress.seconds = 30"       # a line every 30 s (default 15)
+  --gin_param="code_t5.train_budget.minutes = 5"    # stop training after 5 min of steps
+
+A budget stops training at the first step past it, saves that step's checkpoint and says
+so; the same command run again trains for another budget from there. Start-up (graph
+building, restoring) is not counted: the budget is time spent stepping.
+"""
+
+import sys
+import time
+from typing import Optional
+
+import gin
+import tensorflow.compat.v1 as tf
+from tensorflow_estimator.python.estimator import estimator as estimator_lib
+
+from code_t5 import errors
+
+LOSS_TAG = "code_t5/loss"
+_TF_TRAIN = estimator_lib.Estimator.train
+_TF_PREDICT = estimator_lib.Estimator.predict
+
+
+@gin.configurable(module="code_t5")
+def progress(seconds: float = 15.0, summary_steps: int = 10):
+  """(seconds between progress lines, steps between `code_t5/loss` summaries)."""
+  return seconds, summary_steps
+
+
+@gin.configurable(module="code_t5")
+def train_budget(minutes: Optional[float] = None) -> Optional[float]:
+  """Wall time of training steps after which a run stops (None: run.train_steps decides)."""
+  return minutes
+
+
+def duration(seconds: float) -> str:
+  seconds = int(round(seconds))
+  if seconds < 60:
+    return f"{seconds}s"
+  if seconds < 3600:
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+  return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def say(text: str) -> None:
+  sys.stderr.write(f"code_t5: {text}\n")
+  sys.stderr.flush()
+
+
+class TrainProgressHook(tf.train.SessionRunHook):
+  """Prints progress, writes the loss to TensorBoard, and stops at the time budget."""
+
+  def __init__(self, model_dir: str, max_steps: Optional[int], clock=time.monotonic):
+    self._model_dir = model_dir
+    self._max_steps = max_steps
+    self._clock = clock
+    self._seconds, self._summary_steps = progress()
+    self._budget_minutes = train_budget()
+
+  def begin(self):
+    self._global_step = tf.train.get_global_step()
+    # The Estimator puts the model function's loss here before it creates the session.
+    losses = tf.get_collection(tf.GraphKeys.LOSSES)
+    self._loss = losses[-1] if losses else None
+    self._writer = tf.summary.FileWriterCache.get(self._model_dir)
+    self._stopped_by_budget = False
+
+  def after_create_session(self, session, coord):
+    del coord
+    self._first_step = self._step = int(session.run(self._global_step))
+    self._start = self._last_line = self._clock()
+    self._line_losses, self._summary_losses = [], []
+    self._last_loss = None
+    self._rate_origin = None  # (time, step) at the end of the first step: it builds kernels
+
+  def before_run(self, run_context):
+    del run_context
+    return tf.train.SessionRunArgs(self._loss) if self._loss is not None else None
+
+  def after_run(self, run_context, run_values):
+    # One session.run is one step here; on a TPU, iterations_per_loop steps: read the step.
+    step = self._step + 1
+    if self._seconds and (self._clock() - self._last_line >= self._seconds):
+      step = int(run_context.session.run(self._global_step))
+    self._step = step
+    if run_values.results is not None:
+      loss = float(run_values.results)
+      self._last_loss = loss
+      self._line_losses.append(loss)
+      self._summary_losses.append(loss)
+      if self._summary_steps and step % self._summary_steps == 0:
+        self._write_loss(step)
+    now = self._clock()
+    if self._rate_origin is None:
+      self._rate_origin = (now, step)
+    budget = self._budget_minutes
+    if budget is not None and now - self._start >= 60 * budget:
+      self._stopped_by_budget = True
+      run_context.request_stop()
+    elif self._seconds and now - self._last_line >= self._seconds:
+      self._last_line = now
+      say(self._line(now))
+      self._line_losses = []
+
+  def _write_loss(self, step):
+    mean = sum(self._summary_losses) / len(self._summary_losses)
+    self._summary_losses = []
+    self._writer.add_summary(tf.Summary(value=[tf.Summary.Value(tag=LOSS_TAG,
+                                                                simple_value=mean)]), step)
+
+  def _rate(self, now):
+    """Steps per second after the first step (which is slow: it builds the kernels)."""
+    origin_time, origin_step = self._rate_origin or (self._start, self._first_step)
+    if self._step == origin_step:  # one step so far: count it
+      origin_time, origin_step = self._start, self._first_step
+    elapsed = now - origin_time
+    return (self._step - origin_step) / elapsed if elapsed > 0 else 0.0
+
+  def _line(self, now):
+    rate = self._rate(now)
+    target = f"/{self._max_steps}" if self._max_steps else ""
+    parts = [f"train step {self._step}{target}"]
+    if self._line_losses:
+      parts.append(f"loss {sum(self._line_losses) / len(self._line_losses):.3f}")
+    parts.append(f"{rate:.2f} steps/s")
+    left = []
+    if self._max_steps and rate > 0:
+      left.append((self._max_steps - self._step) / rate)
+    if self._budget_minutes is not None:
+      left.append(60 * self._budget_minutes - (now - self._start))
+    if left:
+      parts.append(f"{duration(max(min(left), 0))} left")
+    return " | ".join(parts)
+
+  def end(self, session):
+    self._step = int(session.run(self._global_step))
+    if self._summary_losses:
+      self._write_loss(self._step)
+    self._writer.flush()
+    now = self._clock()
+    if self._stopped_by_budget:
+      why = (f"stopped by the {self._budget_minutes:g}-minute budget "
+             "(code_t5.train_budget.minutes)")
+    elif self._max_steps and self._step >= self._max_steps:
+      why = "reached run.train_steps"
+    else:
+      why = "stopped"
+    loss = f", last loss {self._last_loss:.3f}" if self._last_loss is not None else ""
+    say(f"trained steps {self._first_step} -> {self._step} in {duration(now - self._start)} "
+        f"({self._rate(now):.2f} steps/s){loss}; {why}; checkpoint "
+        f"{self._model_dir.rstrip('/')}/model.ckpt-{self._step}")
+
+
+def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
+           saving_listeners=None):
+  hooks = list(hooks or []) + [TrainProgressHook(estimator.model_dir, max_steps)]
+  return _TF_TRAIN(estimator, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
+                   saving_listeners=saving_listeners)
+
+
+def _predict(estimator, input_fn, *args, **kwargs):
+  """Estimator.predict, counting what it yields: decoded examples (eval, infer) or scored
+  ones (score mode)."""
+  seconds, _ = progress()
+  start = last = time.monotonic()
+  count, verb = 0, "decoded"
+  for result in _TF_PREDICT(estimator, input_fn, *args, **kwargs):
+    if count == 0 and isinstance(result, dict) and "scores" in result:
+      verb = "scored"
+    count += 1
+    yield result
+    now = time.monotonic()
+    if seconds and now - last >= seconds:
+      last = now
+      say(f"{verb} {count} examples ({count / (now - start):.1f}/s)")
+  elapsed = time.monotonic() - start
+  rate = f" ({count / elapsed:.1f}/s)" if elapsed > 0 else ""
+  say(f"{verb} {count} examples in {duration(elapsed)}{rate}")
+
+
+def install() -> None:
+  estimator_lib.Estimator.train = _train
+  estimator_lib.Estimator.predict = _predict
+
+
+def install_if_entry_point() -> None:
+  if errors.running_entry_point():
+    install()
