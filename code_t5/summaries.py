@@ -79,12 +79,12 @@ def summarize(model_dir: str, split: str = "validation") -> dict:
   summary = {"model_dir": model_dir}
   loss = sorted(train.get("loss", []))
   if loss:
+    # The run's end: code_t5/progress.py's loss reaches the last step, mesh-tf's may not.
+    curve = sorted(next(train[tag] for tag in LOSS_TAGS if tag in train))
     summary["train"] = {"first_step": loss[0][0], "first_loss": round(loss[0][2], 4),
-                        "last_step": loss[-1][0], "last_loss": round(loss[-1][2], 4),
+                        "last_step": max(curve[-1][0], loss[-1][0]),
+                        "last_loss": round(curve[-1][2], 4),
                         "first_summary_wall_time": loss[0][1]}
-    curve = sorted(next((train[tag] for tag in LOSS_TAGS if tag in train)))
-    summary["train"].update(last_step=max(curve[-1][0], loss[-1][0]),
-                            last_loss=round(curve[-1][2], 4))
     step = per_step(model_dir)
     if step:
       summary["train"].update({k: v * summary["train"]["last_step"] for k, v in step.items()})
