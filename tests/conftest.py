@@ -5,6 +5,7 @@ how many of each, so tests assert exact counts.
 """
 
 import contextlib
+import glob
 import io
 import json
 import os
@@ -136,6 +137,26 @@ def mesh_main_runs_command(commands):
 def run_mesh_main(model_dir, data_dir, gin_files, gin_params, flags=(), env=None):
   return subprocess.run(mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags),
                         cwd=REPO_ROOT, capture_output=True, text=True, env=env or QUIET_TF)
+
+
+def saved_model_completions(export_dir, prefixes, batch_size):
+  """The first line of what the SavedModel that export mode wrote under `export_dir` completes
+  each prefix with, asked as a serving client would (a fresh process, TF and tensorflow_text
+  only, at most `batch_size` prefixes a call)."""
+  [saved_model] = glob.glob(os.path.join(export_dir, "[0-9]*"))
+  client = (
+      "import json, sys, tensorflow as tf, tensorflow_text\n"
+      "serve = tf.saved_model.load(sys.argv[1]).signatures['serving_default']\n"
+      "prefixes, batch = json.loads(sys.stdin.read())\n"
+      "out = []\n"
+      "for i in range(0, len(prefixes), batch):\n"
+      "  out += serve(inputs=tf.constant(prefixes[i:i + batch]))['outputs'].numpy().tolist()\n"
+      "print(json.dumps([o.decode('utf-8').split('\\n')[0] for o in out]))\n")
+  proc = subprocess.run([PYTHON, "-c", client, saved_model],
+                        input=json.dumps([list(prefixes), batch_size]), capture_output=True,
+                        text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def cache_tasks_command(data_dir, cache_dir, task="flcc_python_full_line"):

@@ -10,7 +10,6 @@ import glob
 import json
 import os
 import re
-import subprocess
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from code_t5 import progress
 from code_t5 import summaries
 import mesh_main_runs
-from conftest import PYTHON, TINY_MODEL, run_mesh_main
+from conftest import TINY_MODEL, run_mesh_main, saved_model_completions
 
 # The tests share one trained model: one worker runs them all.
 pytestmark = pytest.mark.xdist_group("end_to_end")
@@ -249,18 +248,5 @@ def test_export_then_complete_lines_from_the_saved_model(trained_model_dir, flcc
         ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "export.gin"],
         TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
                       f"utils.run.export_path = '{export_dir}'"] + GREEDY_8)
-  [saved_model] = glob.glob(os.path.join(export_dir, "[0-9]*"))
-  client = (
-      "import json, sys, tensorflow as tf, tensorflow_text\n"
-      "serve = tf.saved_model.load(sys.argv[1]).signatures['serving_default']\n"
-      "prefixes = json.loads(sys.stdin.read())\n"
-      "out = []\n"
-      "for i in range(0, len(prefixes), 4):  # at most the run's batch size per call\n"
-      "  out += serve(inputs=tf.constant(prefixes[i:i + 4]))['outputs'].numpy().tolist()\n"
-      "print(json.dumps([o.decode('utf-8').split('\\n')[0] for o in out]))\n")
-  proc = subprocess.run([PYTHON, "-c", client, saved_model], input=json.dumps(PREFIXES),
-                        capture_output=True, text=True,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-  assert proc.returncode == 0, proc.stderr[-3000:]
   # The same prefixes, cut the same way, decoded the same way as infer mode.
-  assert json.loads(proc.stdout.strip().splitlines()[-1]) == greedy_completions
+  assert saved_model_completions(export_dir, PREFIXES, 4) == greedy_completions

@@ -1,0 +1,174 @@
+"""Training and decoding agree: trained until it has memorised two small files, the model
+completes their full-line examples exactly through every way of decoding it.
+
+What training teaches is what decoding reads only if both cut the same input window, put
+the EOS delimiter in the same place and count positions the same way; a difference in any
+of them leaves the model completing a line it never saw. Greedy eval reads the Task's own
+examples; infer (greedy and beam search) and the exported SavedModel read the same prefixes
+as a user's file does. Each must complete at least 95% of the lines exactly.
+"""
+
+import json
+import subprocess
+
+import pytest
+
+import mesh_main_runs
+from conftest import QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, \
+    mesh_main_runs_command, run_data_cli, saved_model_completions
+from code_t5 import baselines
+from code_t5.data import tree_writer
+
+# Two files written for this test. Every line is distinct, and both start with the same line:
+# the cursor at the very start of a file has nothing before it, and two files that began
+# differently would ask one empty prefix for two different lines.
+HEADER = "# Written for the memorisation test of code_t5.\n"
+PLANETS = HEADER + '''"""Read a tab-separated table of planets and print the heaviest ones."""
+import csv
+import sys
+
+
+def load_planets(path):
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\\t"))
+    return [(row["name"], float(row["mass"])) for row in rows]
+
+
+def heaviest(planets, count=3):
+    ranked = sorted(planets, key=lambda item: item[1], reverse=True)
+    return ranked[:count]
+
+
+if __name__ == "__main__":
+    for name, mass in heaviest(load_planets(sys.argv[1])):
+        print(f"{name:>10} {mass:12.3e}")
+'''
+QUEUE = HEADER + '''import threading
+from collections import deque
+
+
+class BoundedQueue:
+    """A queue that blocks producers while it holds `capacity` items."""
+
+    def __init__(self, capacity):
+        self._items = deque()
+        self._capacity = capacity
+        self._lock = threading.Condition()
+
+    def put(self, item):
+        with self._lock:
+            while len(self._items) >= self._capacity:
+                self._lock.wait()
+            self._items.append(item)
+            self._lock.notify_all()
+
+    def get(self):
+        with self._lock:
+            while not self._items:
+                self._lock.wait()
+            item = self._items.popleft()
+            self._lock.notify_all()
+            return item
+'''
+# The tests share one trained model: one worker runs them all.
+pytestmark = pytest.mark.xdist_group("memorisation")
+
+TASK = "flcc_python_full_line"
+EXAMPLES = 16  # 8 cursors in each file (full_line_options' default)
+STEPS = 1000
+EXACT = 0.95
+
+# The shipped prefix LM (full attention over the prefix, loss on the rest of the line), wider
+# than the tiny model so that 16 lines fit in STEPS, with targets long enough for the longest
+# line, and with learned absolute positions instead of T5's relative position buckets: with
+# the buckets the same 6 of the 16 lines still stutter after 1500 steps ("class BoundedQueueue
+# ueue", "for name, mass mass mass") in every setting tried, in training too (the loss stays
+# near 0.01 where this one reaches 0.000); see the notes on #18.
+# Adafactor at 1/sqrt(1000) ~ 0.032, decaying linearly to 0 over the second half: with a
+# constant rate the loss jumps about (up to 0.13 at step 900 in one run) and never settles.
+MODEL = TINY_MODEL + [
+    f"MIXTURE_NAME = '{TASK}'", "dropout_rate = 0.0",
+    "d_model = 128", "num_layers = 2", "d_ff = 512", "num_heads = 4", "d_kv = 32",
+    "utils.run.sequence_length = {'inputs': 64, 'targets': 48}",
+    "utils.run.batch_size = ('sequences_per_batch', 8)",
+    "learning_rate_schedule_noam.warmup_steps = 1000",
+    "learning_rate_schedule_noam.linear_decay_fraction = 0.5",
+    "mesh_train_dataset_fn.seed = 7",
+    "Unitransformer.positional_embedding = True",
+    "transformer_layers.SelfAttention.relative_attention_type = None",
+]
+MODEL_FILES = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
+
+
+@pytest.fixture(scope="module")
+def memorised(tmp_path_factory):
+  """The two files as an FLCC tree, built (all train) with a vocabulary of their own, a model
+  trained on them, and its completions of their examples by every decoding path."""
+  root = tmp_path_factory.mktemp("memorise")
+  tree_writer.write_flcc_tree(str(root / "flcc"), {
+      "mem/planets": {"planets.py": PLANETS.encode()},
+      "mem/queue": {"queue.py": QUEUE.encode()}})
+  data_dir, model_dir = str(root / "tfds"), str(root / "model")
+  run_data_cli("build", f"--flcc_dir={root / 'flcc'}", f"--data_dir={data_dir}",
+               "--ratios=1,0,0")
+  run_data_cli("vocab", f"--data_dir={data_dir}", "--vocab_size=400")
+
+  import seqio  # pylint: disable=g-import-not-at-top
+  seqio.set_tfds_data_dir_override(data_dir)
+  examples = baselines.task_examples(TASK, "train", EXAMPLES + 1)
+  assert len(examples) == EXAMPLES, examples
+  prefixes = root / "prefixes.jsonl"
+  prefixes.write_text("".join(json.dumps({"prefix": p}) + "\n" for p, _ in examples))
+
+  def infer(name, gin_files=(), params=()):
+    return mesh_main_command(model_dir, data_dir, MODEL_FILES + ["infer_full_line.gin",
+                                                                 *gin_files], MODEL + [
+        f"code_t5.complete_lines_from_file.input_filename = '{prefixes}'",
+        f"code_t5.complete_lines_from_file.output_filename = '{root / name}'", *params])
+  export_dir = str(root / "export")
+  runs = [
+      mesh_main_command(model_dir, data_dir, MODEL_FILES, MODEL + [
+          f"run.train_steps = {STEPS}", f"utils.run.save_checkpoints_steps = {STEPS}",
+          "utils.run.iterations_per_loop = 100"]),
+      # The Task's own examples, from the split the model was trained on.
+      mesh_main_command(model_dir, data_dir, MODEL_FILES + ["eval_full_line.gin"], MODEL + [
+          "utils.run.dataset_split = 'train'",
+          f"mesh_eval_dataset_fn.num_eval_examples = {EXAMPLES}"]),
+      infer("greedy"),
+      infer("beam", ["beam_search.gin"], ["code_t5.prefix_lm_beam_search.max_steps = 48"]),
+      mesh_main_command(model_dir, data_dir, MODEL_FILES + ["export.gin"],
+                        MODEL + [f"utils.run.export_path = '{export_dir}'"]),
+  ]
+  proc = subprocess.run(mesh_main_runs_command(runs), cwd=REPO_ROOT, capture_output=True,
+                        text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+
+  step, targets, greedy_eval = baselines.eval_outputs(model_dir, TASK, split="train")
+  assert step == STEPS and targets == [t for _, t in examples]
+
+  def lines(name):
+    with open(f"{root / name}-{STEPS}") as f:
+      return f.read().split("\n")[:-1]
+  return {
+      "targets": targets,
+      "losses": mesh_main_runs.losses(proc.stderr),
+      "greedy eval": greedy_eval,
+      "greedy infer": lines("greedy"),
+      "beam infer": lines("beam"),
+      "SavedModel": saved_model_completions(export_dir, [p for p, _ in examples], 8),
+  }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["greedy eval", "greedy infer", "beam infer", "SavedModel"])
+def test_every_decoding_path_completes_the_memorised_lines(memorised, path):
+  targets, completions = memorised["targets"], memorised[path]
+  assert len(completions) == len(targets)
+  misses = [(t, c) for t, c in zip(targets, completions) if c != t]
+  assert len(misses) <= (1 - EXACT) * len(targets), (path, misses)
+
+
+@pytest.mark.slow
+def test_the_memorising_run_trained_every_step(memorised):
+  assert len(memorised["losses"]) == STEPS
+  assert memorised["losses"][-1] < 0.05 * memorised["losses"][0]
