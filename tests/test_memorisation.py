@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 import mesh_main_runs
-from conftest import QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, \
+from conftest import PYTHON, QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, \
     mesh_main_runs_command, run_data_cli, saved_model_completions
 from code_t5 import baselines
 from code_t5.data import tree_writer
@@ -113,9 +113,16 @@ def memorised(tmp_path_factory):
                "--ratios=1,0,0")
   run_data_cli("vocab", f"--data_dir={data_dir}", "--vocab_size=400")
 
-  import seqio  # pylint: disable=g-import-not-at-top
-  seqio.set_tfds_data_dir_override(data_dir)
-  examples = baselines.task_examples(TASK, "train", EXAMPLES + 1)
+  # In a process of its own: seqio's TFDS loader keeps the first data dir it is given, and
+  # this worker's later tests read flcc/python from theirs.
+  lister = ("import json, sys, seqio, code_t5\n"
+            "from code_t5 import baselines\n"
+            "seqio.set_tfds_data_dir_override(sys.argv[1])\n"
+            f"print(json.dumps(baselines.task_examples({TASK!r}, 'train', {EXAMPLES + 1})))\n")
+  listed = subprocess.run([PYTHON, "-c", lister, data_dir], capture_output=True, text=True,
+                          env=dict(QUIET_TF, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert listed.returncode == 0, listed.stderr[-3000:]
+  examples = [tuple(e) for e in json.loads(listed.stdout.strip().splitlines()[-1])]
   assert len(examples) == EXAMPLES, examples
   prefixes = root / "prefixes.jsonl"
   prefixes.write_text("".join(json.dumps({"prefix": p}) + "\n" for p, _ in examples))
