@@ -14,6 +14,7 @@ import gin
 
 def gin_configs_dir() -> str:
   """`gin_configs/` of a source checkout, or its copy inside an installed wheel."""
+  # The package's own files, where Python imported it from: always a local path.
   here = os.path.dirname(os.path.abspath(__file__))
   for candidate in (os.path.join(here, "gin_configs"),
                     os.path.join(os.path.dirname(here), "gin_configs")):

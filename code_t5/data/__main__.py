@@ -182,7 +182,7 @@ def cmd_dev(args) -> None:
                      + "; build other languages from an FLCC tree with `build`")
   flcc_dir = dev_tree_dir(args.root, args.language)
   args.data_dir = args.data_dir or os.path.join(args.root, "tfds")
-  if os.path.isdir(os.path.join(flcc_dir, "v3")):
+  if files.isdir(os.path.join(flcc_dir, "v3")):
     print(f"dev tree exists: {flcc_dir}")
   else:
     print(f"writing {tree_writer.DEV_SOURCES[args.language][0]} as an FLCC v3 tree to {flcc_dir} ...")
