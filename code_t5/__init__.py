@@ -40,7 +40,9 @@ if errors.running_entry_point():
   files.check_path_flags()  # before t5 makes --model_dir: see files.py
 
 from code_t5 import decoding  # noqa: E402,F401  (gin: code_t5.prefix_lm_beam_search)
-from code_t5 import infer  # noqa: E402,F401  (gin: infer, score and export hooks)
+from code_t5 import export  # noqa: E402,F401  (gin: code_t5.register_serving_task)
+from code_t5 import infer  # noqa: E402,F401  (gin: code_t5.complete_lines_from_file)
+from code_t5 import score  # noqa: E402,F401  (gin: code_t5.completions_dataset_fn, ...)
 from code_t5 import tasks  # noqa: E402,F401  (registers Tasks and Mixtures)
 from code_t5 import seqio_cache  # noqa: E402
 

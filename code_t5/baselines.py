@@ -98,14 +98,14 @@ class NgramCompleter:
 
 
 def model_window(prefix: str, feature, input_length: int) -> str:
-  """What the model reads of `prefix`, as text: the Task's "inputs" `feature` at
-  `input_length`, cut exactly as `preprocessors.truncate_inputs_at_line` cuts it."""
+  """What the model reads of `prefix`, as text: `preprocessors.inputs_window` of the Task's
+  "inputs" `feature` at `input_length`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
+  from code_t5.vocabulary import newline_id  # pylint: disable=g-import-not-at-top
   vocabulary = feature.vocabulary
-  kept = preprocessors.left_truncate_at_line(
-      tf.constant(vocabulary.encode(prefix), tf.int32),
-      preprocessors.inputs_budget(input_length, feature), preprocessors.newline_id(vocabulary))
+  kept = preprocessors.inputs_window(tf.constant(vocabulary.encode(prefix), tf.int32),
+                                     input_length, newline_id(vocabulary))
   return vocabulary.decode(kept.numpy().tolist())
 
 
@@ -168,10 +168,10 @@ def baseline_predictions(task_name: str, prefixes: Sequence[str], input_length: 
                          ngram: NgramCompleter) -> Dict[str, List[str]]:
   """Each baseline's completion of each prefix (copy-window: from the model's window)."""
   import seqio  # pylint: disable=g-import-not-at-top
-  from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
+  from code_t5.vocabulary import newline_id  # pylint: disable=g-import-not-at-top
   features = seqio.get_mixture_or_task(task_name).output_features
   vocabulary = features["targets"].vocabulary
-  stop_ids = (vocabulary.eos_id, preprocessors.newline_id(vocabulary))
+  stop_ids = (vocabulary.eos_id, newline_id(vocabulary))
   return {
       "4-gram": [vocabulary.decode(ngram.complete(vocabulary.encode(p), stop_ids, 64))
                  for p in prefixes],
@@ -236,14 +236,16 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import seqio  # pylint: disable=g-import-not-at-top
-  from code_t5 import files, summaries, tasks  # pylint: disable=g-import-not-at-top
+  from code_t5 import errors, tasks  # pylint: disable=g-import-not-at-top
   del tasks  # registers the Tasks
   seqio.set_tfds_data_dir_override(args.data_dir)
-  try:
-    report = compare(args.model_dir, args.task, args.split)
-  except (FileNotFoundError, ValueError) as e:
-    print(f"code_t5.baselines: error: {e}", file=sys.stderr)
-    return 1
+  return errors.run_command("code_t5.baselines", lambda: _print_report(args),
+                            expected=(ValueError,))
+
+
+def _print_report(args) -> None:
+  from code_t5 import files, summaries  # pylint: disable=g-import-not-at-top
+  report = compare(args.model_dir, args.task, args.split)
   trained = summaries.summarize(args.model_dir, args.split).get("train", {})
   if "token_positions" in trained:
     print(f"model: {args.model_dir}, {trained['last_step']} steps "
@@ -256,7 +258,6 @@ def main(argv=None) -> int:
         "line-completion evaluator (split() tokens, fuzz.ratio)")
   if args.json:
     files.write_atomically(args.json, json.dumps(report, indent=1))
-  return 0
 
 
 if __name__ == "__main__":

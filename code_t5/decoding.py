@@ -15,7 +15,7 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
 import tensorflow.compat.v1 as tf
 
-EOS_ID = 1
+from code_t5.vocabulary import EOS_ID
 
 
 @gin.configurable(module="code_t5")

@@ -10,14 +10,20 @@ empty split each print
 
 and the process exits with status 1. Set CODE_T5_TRACEBACK=1 for Python's full report.
 Importing code_t5 anywhere else (a notebook, a test) changes nothing.
+
+code_t5's own commands (`python -m code_t5.data`, `code_t5.baselines`, `code_t5.summaries`)
+report through `run_command`: the same one line, `<command>: error: <what went wrong>`.
 """
 
 import os
+import re
 import sys
 
 ENTRY_POINTS = ("t5.models.mesh_transformer_main", "seqio.scripts.cache_tasks_main")
 TRACEBACK_ENV = "CODE_T5_TRACEBACK"
 MAX_CHARS = 400
+# gin.finalize() on a mode file's `INPUT_FILE = %gin.REQUIRED` that no --gin_param set.
+_REQUIRED_MACRO = re.compile(r"(\w+)/macro\.value set to `%gin\.REQUIRED` but not subsequently")
 
 
 def one_line(error: BaseException) -> str:
@@ -27,6 +33,11 @@ def one_line(error: BaseException) -> str:
   ...>)", or "In bindings string line 3" / "In file ..., line 7" followed by the binding.
   """
   lines = [line.strip() for line in str(error).strip().splitlines()]
+  required = _REQUIRED_MACRO.match(lines[0]) if lines else None
+  if required:
+    name = required.group(1)
+    return (f"{type(error).__name__}: {name} must be set: the mode's gin file requires it "
+            f"(--gin_param=\"{name} = ...\")")
   text = f"{type(error).__name__}: {lines[0]}" if lines and lines[0] else type(error).__name__
   for i, line in enumerate(lines[1:], 1):
     if line.startswith("In call to configurable"):
@@ -53,6 +64,27 @@ def running_entry_point(names=ENTRY_POINTS) -> bool:
   main = sys.modules.get("__main__")
   spec = getattr(main, "__spec__", None)
   return getattr(spec, "name", None) in names
+
+
+def run_command(command: str, run, expected=(), verbose: bool = False) -> int:
+  """Runs `run()` for one of code_t5's commands and returns its exit status.
+
+  An error of a kind in `expected`, an OSError or an error of TF's file layer (a gs:// bucket
+  missing or refused, from inside TFDS) is the input's fault: one line `<command>: error:
+  <message>` and status 1. Anything else is a bug and keeps its traceback, as does every error
+  with `verbose` or CODE_T5_TRACEBACK=1.
+  """
+  from code_t5 import files  # pylint: disable=g-import-not-at-top
+  try:
+    run()
+  except Exception as e:  # pylint: disable=broad-except
+    if (verbose or os.environ.get(TRACEBACK_ENV)
+        or not (isinstance(e, (OSError,) + tuple(expected)) or files.is_tensorflow_error(e))):
+      raise
+    sys.stderr.flush()
+    sys.stderr.write(f"{command}: error: {files.first_line(e)}\n")
+    return 1
+  return 0
 
 
 def install_if_entry_point() -> None:

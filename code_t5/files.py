@@ -15,6 +15,7 @@ the buckets of their path flags are checked before t5 writes anything (`check_pa
 import contextlib
 import functools
 import os
+import shutil
 import sys
 
 
@@ -113,6 +114,18 @@ def write_atomically(path: str, data) -> None:
     with gfile.GFile(partial, "wb" if isinstance(data, bytes) else "w") as f:
       f.write(data)
     gfile.rename(partial, path, overwrite=True)
+
+
+@contextlib.contextmanager
+def local_dir_written_whole(out_dir: str):
+  """Yields `<out_dir>.incomplete`, emptied, to fill; it replaces `out_dir` only when the block
+  ends without an error. For local trees (FLCC trees extracted or written here), which git and
+  tar read from the local disk."""
+  partial = out_dir.rstrip("/") + ".incomplete"
+  shutil.rmtree(partial, ignore_errors=True)
+  yield partial
+  shutil.rmtree(out_dir, ignore_errors=True)
+  os.replace(partial, out_dir)
 
 
 def read_bytes(path: str) -> bytes:

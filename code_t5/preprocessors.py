@@ -7,7 +7,8 @@ never falls inside a multi-byte character and inputs + targets is always a piece
 import seqio
 import tensorflow.compat.v2 as tf
 
-NEWLINE = "\n"
+from code_t5 import vocabulary
+from code_t5.vocabulary import NEWLINE
 
 
 def _line_table(content):
@@ -85,33 +86,43 @@ def left_truncate_at_line(tokens, max_length, newline_id):
   return tokens[excess + offset:]
 
 
-def newline_id(vocabulary, newline=NEWLINE):
-  """The one token `vocabulary` encodes `newline` as: what `left_truncate_at_line` cuts at."""
-  ids = vocabulary.encode(newline)
-  if len(ids) != 1:
-    raise ValueError(f"the vocabulary must encode {newline!r} as one token, got {ids}")
-  return ids[0]
+def inputs_window(prefix_ids, input_length, newline_id):
+  """What the model reads of a prefix: its ids cut to leave room for the EOS that ends them.
+
+  The one place the rule lives: the inputs hold `input_length` less the EOS, and are cut on
+  the left at a line start (`left_truncate_at_line`). The Task (`truncate_inputs_at_line`),
+  infer and score (`prefix_inputs`), the export's serving vocabulary and the baselines'
+  `model_window` all call it, so training and serving read the same window.
+  """
+  return left_truncate_at_line(prefix_ids, input_length - 1, newline_id)
 
 
-def inputs_budget(input_length, feature):
-  """Tokens of code the inputs hold: the sequence length less the EOS the feature appends."""
-  return input_length - int(feature.add_eos)
+def with_eos_padded(ids, length):
+  """`ids` + EOS, then zeros to `length`: a static shape, for the Estimator's input_fn."""
+  ids = tf.concat([ids, [vocabulary.EOS_ID]], axis=0)
+  return tf.reshape(tf.pad(ids, [[0, length - tf.size(ids)]]), [length])
 
 
-def truncate_inputs_at_line(dataset, sequence_length, output_features,
-                            newline=NEWLINE):
-  """Cuts "inputs" on the left, at a line boundary, to fit `sequence_length["inputs"]`.
+def prefix_inputs(prefix_ids, input_length, newline_id):
+  """The model's "inputs" for a prefix outside the Task (infer, score): window, EOS, zeros."""
+  return with_eos_padded(inputs_window(prefix_ids, input_length, newline_id), input_length)
 
-  Keeps room for the EOS that `append_eos_after_trim` adds. Must follow tokenization.
+
+def truncate_inputs_at_line(dataset, sequence_length, output_features):
+  """Cuts "inputs" to `inputs_window`; `append_eos_after_trim`, next, adds the EOS.
+
+  Must follow tokenization.
   """
   feature = output_features["inputs"]
-  line_break = newline_id(feature.vocabulary, newline)
-  max_length = inputs_budget(sequence_length["inputs"], feature)
+  if not feature.add_eos:
+    raise ValueError("the full-line inputs end in EOS: their feature must have add_eos=True")
+  line_break = vocabulary.newline_id(feature.vocabulary)
+  input_length = sequence_length["inputs"]
 
   @seqio.map_over_dataset
   def truncate(example):
     example = dict(example)
-    example["inputs"] = left_truncate_at_line(example["inputs"], max_length, line_break)
+    example["inputs"] = inputs_window(example["inputs"], input_length, line_break)
     return example
   return truncate(dataset)
 

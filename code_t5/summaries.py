@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+from code_t5 import errors
 from code_t5 import files
 
 # Written by code_t5/progress.py every few steps; mesh-tf's own `loss` only every 100.
@@ -45,18 +46,26 @@ class _Literals:
     del name
 
 
-def run_bindings(model_dir: str) -> dict:
-  """{"selector.arg": value} of `utils.run`'s literal bindings in the run's
-  operative_config.gin, as gin parses them ({} if the run wrote none)."""
+def literal_bindings(path: str) -> dict:
+  """{"selector.arg": value} of the gin file at `path`, as gin parses it: a macro under its
+  name ("d_model"), a binding as written ("utils.run.batch_size"); references and macros used
+  as values are None."""
   from gin import config_parser  # pylint: disable=g-import-not-at-top
+  bindings = {}
+  for statement in config_parser.ConfigParser(io.StringIO(files.read_text(path)), _Literals()):
+    if isinstance(statement, config_parser.BindingStatement):
+      bindings[".".join(filter(None, (statement.selector, statement.arg_name)))] = statement.value
+  return bindings
+
+
+def run_bindings(model_dir: str) -> dict:
+  """{"arg": value} of `utils.run`'s literal bindings in the run's operative_config.gin ({} if
+  the run wrote none)."""
   path = os.path.join(model_dir, "operative_config.gin")
   if not files.exists(path):
     return {}
-  bindings = {}
-  for statement in config_parser.ConfigParser(io.StringIO(files.read_text(path)), _Literals()):
-    if isinstance(statement, config_parser.BindingStatement) and statement.selector == "run":
-      bindings[statement.arg_name] = statement.value
-  return bindings
+  return {name.rsplit(".", 1)[1]: value for name, value in literal_bindings(path).items()
+          if name.rsplit(".", 1)[0] in ("run", "utils.run")}
 
 
 def per_step(model_dir: str) -> dict:
@@ -137,19 +146,17 @@ def main(argv=None) -> int:
                       help="also draw loss and eval metrics over steps into this PNG "
                            "(default: MODEL_DIR/summary.png)")
   args = parser.parse_args(argv)
-  try:
-    files.check_bucket(args.model_dir)  # a bucket refused is not "no such directory"
-    if not files.isdir(args.model_dir):
-      raise files.StorageError(f"{args.model_dir}: no such directory")
-    summary = summarize(args.model_dir, args.split)
-    if args.plot is not None:
-      args.plot = args.plot or os.path.join(args.model_dir, "summary.png")
-      plot(args.model_dir, args.plot, args.split)
-  except Exception as e:  # pylint: disable=broad-except
-    if not isinstance(e, files.StorageError) and not files.is_tensorflow_error(e):
-      raise
-    print(f"code_t5.summaries: error: {files.first_line(e)}", file=sys.stderr)
-    return 1
+  return errors.run_command("code_t5.summaries", lambda: _print_summary(args))
+
+
+def _print_summary(args) -> None:
+  files.check_bucket(args.model_dir)  # a bucket refused is not "no such directory"
+  if not files.isdir(args.model_dir):
+    raise files.StorageError(f"{args.model_dir}: no such directory")
+  summary = summarize(args.model_dir, args.split)
+  if args.plot is not None:
+    args.plot = args.plot or os.path.join(args.model_dir, "summary.png")
+    plot(args.model_dir, args.plot, args.split)
   if "train" in summary:
     t = summary["train"]
     print(f"train  loss {t['first_loss']} at step {t['first_step']} -> "
@@ -165,7 +172,6 @@ def main(argv=None) -> int:
     files.write_atomically(args.json, json.dumps(summary, indent=1))
   if args.plot:
     print(f"plot   {args.plot}")
-  return 0
 
 
 if __name__ == "__main__":

@@ -24,51 +24,21 @@ Data and vocabulary both come from the TFDS data dir (`--t5_tfds_data_dir`), whe
 import gin
 import seqio
 import t5.data.preprocessors as t5_preprocessors
-import tensorflow_datasets as tfds
 
 from code_t5 import metrics
 from code_t5 import preprocessors
+from code_t5 import vocabulary
 from code_t5.data import builder as flcc_builder  # registers the `flcc` TFDS builder
 from code_t5.data import flcc
-from code_t5.data import vocab as vocab_lib
 
 FLCC_VERSION = str(flcc_builder.Flcc.VERSION)
 
 
-def tfds_data_dir() -> str:
-  """--t5_tfds_data_dir when given, else TFDS' default (TFDS_DATA_DIR or ~/tensorflow_datasets)."""
-  return seqio.utils._TFDS_DATA_DIR_OVERRIDE or tfds.core.constants.DATA_DIR  # pylint: disable=protected-access
-
-
-class FlccVocabulary(seqio.SentencePieceVocabulary):
-  """A sentencepiece model of the data dir, found when first used: one language's, or
-  `vocab_lib.SHARED`.
-
-  Tasks are registered when `code_t5` is imported, before t5 applies `--t5_tfds_data_dir`,
-  so the path is resolved late.
-  """
-
-  def __init__(self, name: str):
-    self.name = name
-    super().__init__(sentencepiece_model_file="")
-
-  @property
-  def sentencepiece_model_file(self) -> str:
-    return vocab_lib.vocab_path(tfds_data_dir(), self.name)
-
-  def _model_context(self):
-    if not self._model:
-      path = self.sentencepiece_model_file
-      vocab_lib.load_processor(path)  # a VocabularyError naming the file, not a TF crash
-      self._sentencepiece_model_file = path
-    return super()._model_context()
-
-
 def output_features(vocabulary_name: str):
-  vocabulary = FlccVocabulary(vocabulary_name)
+  vocab = vocabulary.FlccVocabulary(vocabulary_name)
   return {
-      "inputs": seqio.Feature(vocabulary, add_eos=True),
-      "targets": seqio.Feature(vocabulary, add_eos=True),
+      "inputs": seqio.Feature(vocab, add_eos=True),
+      "targets": seqio.Feature(vocab, add_eos=True),
   }
 
 
@@ -97,14 +67,14 @@ def mixture_rate(task: seqio.Task, full_line=1.0, prefix_lm=1.0) -> float:
   return full_line if task.name.endswith("_full_line") else prefix_lm
 
 
-SHARED_SUFFIX = "_" + vocab_lib.SHARED
+SHARED_SUFFIX = "_" + vocabulary.SHARED
 
 
 def register(language: str, shared: bool = False) -> None:
   """flcc_<language>_full_line, _prefix_lm and their mixture; with `shared`, the same named
   `..._shared`, with the shared vocabulary."""
   suffix = SHARED_SUFFIX if shared else ""
-  features = output_features(vocab_lib.SHARED if shared else language)
+  features = output_features(vocabulary.SHARED if shared else language)
   seqio.TaskRegistry.add(
       f"flcc_{language}_full_line{suffix}",
       source=_source(language),
@@ -160,7 +130,7 @@ def multilingual_mixture(languages=None, language_rates=None) -> str:
   its objective's `mixture_rate`. Registered anew at each call: gin calls it wherever
   MIXTURE_NAME is read, and every call sees the same bindings.
   """
-  data_dir = tfds_data_dir()
+  data_dir = vocabulary.tfds_data_dir()
   built = built_languages(data_dir)
   if languages is None:
     languages = built

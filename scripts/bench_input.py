@@ -19,16 +19,16 @@ import subprocess
 import tempfile
 import time
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_sequence_length, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command
 TASKS = ("flcc_python_full_line", "flcc_python_prefix_lm", "flcc_python")
 
 
 def dev_run_settings():
   """Sequence lengths and rows per batch of models/shared-prefix_lm_dev.gin."""
-  text = open(os.path.join(REPO, "gin_configs", "sequence_lengths", "dev.gin")).read()
-  lengths = gin_sequence_length("sequence_lengths/dev.gin")
-  rows = int(re.search(r'"sequences_per_batch", (\d+)', text).group(1))
-  return lengths, rows
+  bindings = gin_literals("sequence_lengths/dev.gin")
+  method, rows = bindings["utils.run.batch_size"]
+  assert method == "sequences_per_batch", method
+  return bindings["utils.run.sequence_length"], rows
 
 
 def measure_input(task, lengths, seconds):

@@ -71,7 +71,7 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params):
   """Greedy full-line eval of the last checkpoint (written to <model_dir>/validation_eval)."""
   cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files, "eval_full_line.gin"],
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
-                           f"mesh_eval_dataset_fn.num_eval_examples = {examples}"])
+                           f"EVAL_EXAMPLES = {examples}"])
   log_path = os.path.join(model_dir, "eval.log")
   with open(log_path, "w") as log:
     if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,

@@ -89,7 +89,7 @@ def measure_training(data_dir, model, gin_params=()):
   gin_files, mixture = MODELS[model]
   cmd = mesh_main_command(model_dir, data_dir, gin_files,
                           [f"MIXTURE_NAME = '{mixture}'", "run.train_steps = 3", *gin_params],
-                          main=[sys.executable, __file__, "--child"])
+                          program=[sys.executable, __file__, "--child"])
   launch = time.time()
   proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=QUIET_TF)
   if proc.returncode != 0:

@@ -28,9 +28,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_sequence_length, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command
 
-GIN = os.path.join(REPO, "gin_configs")
 MIXTURE = "flcc_python"
 SEED = 0
 
@@ -66,16 +65,16 @@ VARIANTS = [
 
 
 def gin_numbers(path):
-  """`name = number` bindings of a gin file."""
-  text = open(os.path.join(GIN, path)).read()
-  return {k: float(v) if "." in v else int(v)
-          for k, v in re.findall(r"^(\w+) = ([0-9.]+)\s*$", text, re.M)}
+  """The number macros of a gin file (`d_model = 256`...)."""
+  return {name: value for name, value in gin_literals(path).items()
+          if "." not in name and isinstance(value, (int, float)) and not isinstance(value, bool)}
 
 
 def batches(size, pack, count):
   """The first `count` batches that mesh_transformer_main trains on, as numpy."""
   from t5.models import mesh_transformer  # pylint: disable=g-import-not-at-top
-  ds = mesh_transformer.mesh_train_dataset_fn(MIXTURE, gin_sequence_length(SIZES[size]["lengths_gin"]),
+  lengths = gin_literals(SIZES[size]["lengths_gin"])["utils.run.sequence_length"]
+  ds = mesh_transformer.mesh_train_dataset_fn(MIXTURE, lengths,
                                               seed=SEED,
                                               pack=pack)
   ds = ds.batch(SIZES[size]["rows"], drop_remainder=True).take(count)

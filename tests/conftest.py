@@ -20,6 +20,9 @@ from code_t5.data import tree_writer
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
+# The command a user types is built in one place, for the benchmarks and the tests alike.
+sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+from benchlib import QUIET_TF, mesh_main_command  # noqa: E402,F401  pylint: disable=C0413
 # Ratios for the fixture: with these names every split gets repositories (asserted below).
 FIXTURE_RATIOS = (0.5, 0.2, 0.3)
 TINY_VOCAB_SIZE = 400
@@ -113,16 +116,7 @@ def fixture_archive(flcc_tree, tmp_path_factory):
 # gin params that shrink any model config to seconds per run on the fixture: the shipped
 # tiny model (also what `scripts/bench_startup.py --model=tiny` times), after every gin file.
 TINY_MODEL = ["include 'models/tiny.gin'"]
-QUIET_TF = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
-
-def mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags=()):
-  """t5's mesh_transformer_main with code_t5, as a user types it."""
-  cmd = [PYTHON, "-m", "t5.models.mesh_transformer_main", f"--model_dir={model_dir}",
-         f"--t5_tfds_data_dir={data_dir}", "--module_import=code_t5",
-         "--gin_location_prefix=gin_configs/", *flags]
-  cmd += [f"--gin_file={f}" for f in gin_files]
-  return cmd + [f"--gin_param={p}" for p in gin_params]
 
 
 def mesh_main_runs_command(commands):

@@ -15,6 +15,7 @@ in order on one test worker, the two docs side by side.
 
 import ast
 import glob
+import importlib.util
 import json
 import os
 import re
@@ -57,7 +58,7 @@ SUBSTITUTIONS = [
     ("GENTLE_INTRO.md", "run.train_steps = 100", f"run.train_steps = {FINETUNE_STEPS}"),
     ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin",
      "--gin_file=eval_full_line.gin "
-     f"--gin_param=\"mesh_eval_dataset_fn.num_eval_examples = {EVAL_EXAMPLES}\""),
+     f"--gin_param=\"EVAL_EXAMPLES = {EVAL_EXAMPLES}\""),
 ]
 # Lines not run, and why.
 NOT_RUN = {
@@ -93,6 +94,43 @@ def test_every_substitution_and_skip_still_matches_its_doc():
 
 
 # --- what the blocks wrote ---------------------------------------------------------------
+
+# `path/to/file.py: name` (or `Class.method`, or `name(args)`): a place the docs send a reader.
+NAMED_PLACE = re.compile(r"`([\w/.]+\.py): ([A-Za-z_][\w.]*)")
+
+
+def _source_file(path):
+  """A doc's path: in this repository, else in the package of that name Python imports."""
+  if os.path.exists(os.path.join(REPO_ROOT, path)):
+    return os.path.join(REPO_ROOT, path)
+  package = importlib.util.find_spec(path.split("/")[0])
+  assert package and package.submodule_search_locations, f"{path}: no such package"
+  return os.path.join(os.path.dirname(list(package.submodule_search_locations)[0]), path)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_function_the_docs_name_exists_where_they_say(doc):
+  with open(os.path.join(REPO_ROOT, doc)) as f:
+    places = set(NAMED_PLACE.findall(f.read()))
+  assert places or doc == "README.md", f"{doc} names no `file.py: function`: the pattern broke"
+  missing = []
+  for path, name in sorted(places):
+    source = _source_file(path)
+    if not os.path.exists(source):
+      missing.append(f"{path} (no such file)")
+      continue
+    with open(source) as f:
+      tree = ast.parse(f.read())
+    scope = tree.body
+    for part in name.split("."):
+      found = [node for node in scope if isinstance(
+          node, (ast.FunctionDef, ast.ClassDef)) and node.name == part]
+      if not found:
+        missing.append(f"{path}: {name}")
+        break
+      scope = found[0].body
+  assert not missing, f"{doc} names what does not exist: {missing}"
+
 
 def _lines(path):
   with open(path, encoding="utf-8") as f:
@@ -234,7 +272,7 @@ CHECKS = [
     ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin \\\n  --gin_param=\"MIXTURE_NAME = 'flcc_python_full_line'\"",
      check_eval),
     ("GENTLE_INTRO.md", "--gin_file=perplexity_eval.gin", check_perplexity),
-    ("GENTLE_INTRO.md", "output_filename = 'runs/dev/completions'", check_infer),
+    ("GENTLE_INTRO.md", "OUTPUT_FILE = 'runs/dev/completions'", check_infer),
     ("GENTLE_INTRO.md", "--gin_file=beam_search.gin", check_beam),
     ("GENTLE_INTRO.md", "--gin_file=score.gin", check_score),
     ("GENTLE_INTRO.md", "--gin_file=export.gin", check_export),

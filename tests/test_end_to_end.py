@@ -76,8 +76,8 @@ def _infer(model_dir, data_dir, tmp_path, name, gin_files=(), gin_params=()):
   proc = _main(model_dir, data_dir,
         ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "infer_full_line.gin", *gin_files],
         TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
-                      f"code_t5.complete_lines_from_file.input_filename = '{input_file}'",
-                      f"code_t5.complete_lines_from_file.output_filename = '{output}'",
+                      f"INPUT_FILE = '{input_file}'",
+                      f"OUTPUT_FILE = '{output}'",
                       *gin_params])
   assert not os.path.exists(f"{output}-{TRAIN_STEPS}.incomplete")
   # code_t5/progress.py counts what the model decoded: the prefixes, padded to whole batches.
@@ -219,8 +219,8 @@ def _score(model_dir, data_dir, tmp_path, pairs):
   output = tmp_path / "scores"
   _main(model_dir, data_dir, ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "score.gin"],
         TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
-                      f"code_t5.completions_dataset_fn.input_filename = '{input_file}'",
-                      f"code_t5.score_completions.output_filename = '{output}'"])
+                      f"INPUT_FILE = '{input_file}'",
+                      f"OUTPUT_FILE = '{output}'"])
   with open(f"{output}-{TRAIN_STEPS}") as f:
     return [float(line) for line in f.read().splitlines()]
 
@@ -247,6 +247,6 @@ def test_export_then_complete_lines_from_the_saved_model(trained_model_dir, flcc
   _main(trained_model_dir, flcc_data_dir,
         ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "export.gin"],
         TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
-                      f"utils.run.export_path = '{export_dir}'"] + GREEDY_8)
+                      f"EXPORT_PATH = '{export_dir}'"] + GREEDY_8)
   # The same prefixes, cut the same way, decoded the same way as infer mode.
   assert saved_model_completions(export_dir, PREFIXES, 4) == greedy_completions

@@ -7,10 +7,10 @@ import shutil
 import pytest
 import tensorflow_datasets as tfds
 
+from code_t5 import vocabulary
 from code_t5.data import builder
 from code_t5.data import flcc
 from code_t5.data import tree_writer
-from code_t5.data import vocab as vocab_lib
 
 from conftest import (FILES_PER_REPO, FIXTURE_RATIOS, ORDINARY_REPOS, PLANTED,
                       fixture_repositories, reported, run_data_cli,
@@ -220,7 +220,7 @@ def _dataset_files(data_dir):
 
 
 def test_vocabulary_round_trips_every_fixture_file(flcc_data_dir):
-  processor = vocab_lib.load_processor(vocab_lib.vocab_path(flcc_data_dir, "python"))
+  processor = vocabulary.load_processor(vocabulary.vocab_path(flcc_data_dir, "python"))
   assert (processor.pad_id(), processor.eos_id(), processor.unk_id(), processor.bos_id()) == (
       0, 1, 2, -1)
   assert processor.EncodeAsIds("\n") == [3] and processor.EncodeAsIds("\t") == [4]
@@ -240,12 +240,12 @@ def test_vocabulary_round_trips_every_fixture_file(flcc_data_dir):
 
 def test_missing_or_corrupt_vocabulary_names_the_file(tmp_path):
   path = str(tmp_path / "spm.model")
-  with pytest.raises(vocab_lib.VocabularyError, match="no vocabulary"):
-    vocab_lib.load_processor(path)
+  with pytest.raises(vocabulary.VocabularyError, match="no vocabulary"):
+    vocabulary.load_processor(path)
   with open(path, "wb") as f:
     f.write(b"not a model")
-  with pytest.raises(vocab_lib.VocabularyError, match=f"{path}: not a sentencepiece model"):
-    vocab_lib.load_processor(path)
+  with pytest.raises(vocabulary.VocabularyError, match=f"{path}: not a sentencepiece model"):
+    vocabulary.load_processor(path)
 
 
 def test_interrupted_dev_tree_is_not_taken_as_complete(tmp_path):

@@ -95,12 +95,12 @@ def _modes(model_dir, data_dir, prefixes_file, export_dir, init_checkpoint):
   return [
       ("train", base, TINY_RUN + TRAIN + [f"utils.run.init_checkpoint = '{init_checkpoint}'"]),
       ("eval", base + ["eval_full_line.gin"],
-       TINY_RUN + ["mesh_eval_dataset_fn.num_eval_examples = 6"]),
+       TINY_RUN + ["EVAL_EXAMPLES = 6"]),
       ("infer", base + ["infer_full_line.gin"], TINY_RUN + [
-          f"code_t5.complete_lines_from_file.input_filename = '{prefixes_file}'",
-          f"code_t5.complete_lines_from_file.output_filename = "
+          f"INPUT_FILE = '{prefixes_file}'",
+          f"OUTPUT_FILE = "
           f"'{model_dir}/{INFER_OUTPUT}'"]),
-      ("export", base + ["export.gin"], TINY_RUN + [f"utils.run.export_path = '{export_dir}'"]),
+      ("export", base + ["export.gin"], TINY_RUN + [f"EXPORT_PATH = '{export_dir}'"]),
   ]
 
 

@@ -55,6 +55,39 @@ def test_dev_model_overrides_size_and_mesh():
   assert gin.query_parameter("Unitransformer.input_full_attention") is True
 
 
+def test_mode_files_resolve_from_any_working_directory_without_a_location_prefix(
+    tmp_path, monkeypatch):
+  """The docs' commands pass no --gin_location_prefix: importing code_t5 put gin_configs/ on
+  gin's search path, and `include`s inside the files and in --gin_param resolve through it."""
+  monkeypatch.chdir(tmp_path)
+  _parse("models/shared-prefix_lm_dev.gin", "mesh/cpu.gin", "infer_full_line.gin",
+         "beam_search.gin", bindings=["include 'models/tiny.gin'",
+                                      "INPUT_FILE = 'prefixes.jsonl'", "OUTPUT_FILE = 'out'"])
+  assert gin.query_parameter("INPUT_FILE/macro.value") == "prefixes.jsonl"
+  assert gin.query_parameter("utils.run.mode") == "infer"
+  assert gin.query_parameter("d_model/macro.value") == 32  # tiny.gin, included last
+  gin.finalize()
+
+
+@pytest.mark.parametrize("mode_file, required", [
+    ("infer_full_line.gin", ("INPUT_FILE", "OUTPUT_FILE")),
+    ("score.gin", ("INPUT_FILE", "OUTPUT_FILE")),
+    ("export.gin", ("EXPORT_PATH",)),
+])
+def test_a_mode_file_says_what_must_be_set(mode_file, required):
+  """Each run file opens with its required macros: unset, the run stops in gin.finalize()
+  (as mesh_transformer_main calls it) with one line naming the macro."""
+  from code_t5 import errors  # pylint: disable=g-import-not-at-top
+  for missing in required:
+    _parse("models/shared-prefix_lm.gin", mode_file,
+           bindings=[f"{name} = 'x'" for name in required if name != missing])
+    with pytest.raises(ValueError) as raised:
+      gin.finalize()
+    assert errors.one_line(raised.value) == (
+        f"ValueError: {missing} must be set: the mode's gin file requires it "
+        f"(--gin_param=\"{missing} = ...\")")
+
+
 def test_tpu_mesh_names_its_topology():
   _parse("models/shared-prefix_lm.gin", "mesh/tpu_v3_32.gin")
   assert gin.query_parameter("utils.tpu_mesh_shape.tpu_topology") == "v3-32"

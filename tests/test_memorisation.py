@@ -130,8 +130,8 @@ def memorised(tmp_path_factory):
   def infer(name, gin_files=(), params=()):
     return mesh_main_command(model_dir, data_dir, MODEL_FILES + ["infer_full_line.gin",
                                                                  *gin_files], MODEL + [
-        f"code_t5.complete_lines_from_file.input_filename = '{prefixes}'",
-        f"code_t5.complete_lines_from_file.output_filename = '{root / name}'", *params])
+        f"INPUT_FILE = '{prefixes}'",
+        f"OUTPUT_FILE = '{root / name}'", *params])
   export_dir = str(root / "export")
   runs = [
       mesh_main_command(model_dir, data_dir, MODEL_FILES, MODEL + [
@@ -139,12 +139,12 @@ def memorised(tmp_path_factory):
           "utils.run.iterations_per_loop = 100"]),
       # The Task's own examples, from the split the model was trained on.
       mesh_main_command(model_dir, data_dir, MODEL_FILES + ["eval_full_line.gin"], MODEL + [
-          "utils.run.dataset_split = 'train'",
-          f"mesh_eval_dataset_fn.num_eval_examples = {EXAMPLES}"]),
+          "SPLIT = 'train'",
+          f"EVAL_EXAMPLES = {EXAMPLES}"]),
       infer("greedy"),
       infer("beam", ["beam_search.gin"], ["code_t5.prefix_lm_beam_search.max_steps = 48"]),
       mesh_main_command(model_dir, data_dir, MODEL_FILES + ["export.gin"],
-                        MODEL + [f"utils.run.export_path = '{export_dir}'"]),
+                        MODEL + [f"EXPORT_PATH = '{export_dir}'"]),
   ]
   proc = subprocess.run(mesh_main_runs_command(runs), cwd=REPO_ROOT, capture_output=True,
                         text=True, env=QUIET_TF)

@@ -74,7 +74,7 @@ def runs(flcc_data_dir, tmp_path_factory):
   warm, model = root / "warm", ["models/shared-prefix_lm.gin"]
   # Decoding reads the warm checkpoint itself: two trainings of the same steps differ in their
   # last bits (CPU float sums, Adafactor), and a tiny model's near-ties would flip with them.
-  decode = [f"utils.run.eval_checkpoint_step = {WARM_STEPS}"]
+  decode = [f"CHECKPOINT_STEP = {WARM_STEPS}"]
 
   def command(model_dir, gin_files, gin_params):
     return mesh_main_command(str(model_dir), flcc_data_dir, model + gin_files, gin_params)
@@ -89,11 +89,11 @@ def runs(flcc_data_dir, tmp_path_factory):
             f"utils.run.init_checkpoint = '{warm}/model.ckpt-{WARM_STEPS}'",
             f"run.train_steps = {WARM_STEPS + STEPS}"]),
         command(warm, [mesh_file, "eval_full_line.gin"], params + decode + [
-            "mesh_eval_dataset_fn.num_eval_examples = 16",
+            "EVAL_EXAMPLES = 16",
             f"utils.run.eval_summary_dir = '{model_dir}/eval'"]),
         command(warm, [mesh_file, "infer_full_line.gin"], params + decode + [
-            f"code_t5.complete_lines_from_file.input_filename = '{prefixes}'",
-            f"code_t5.complete_lines_from_file.output_filename = '{model_dir}/completions'"]),
+            f"INPUT_FILE = '{prefixes}'",
+            f"OUTPUT_FILE = '{model_dir}/completions'"]),
     ]
   proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,
                         text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))

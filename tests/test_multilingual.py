@@ -12,6 +12,7 @@ import pytest
 
 from code_t5 import metrics
 from code_t5 import summaries
+from code_t5 import vocabulary
 from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
 import mesh_main_runs
@@ -113,7 +114,7 @@ def test_a_shared_vocabulary_samples_each_language_alike_and_keeps_the_contract(
     assert budget <= taken["sampled_chars"] <= taken["train_chars"], language
     assert taken["sampled_files"] < taken["train_files"] or language == "javascript", language
   # The same ids and whitespace rules as one language's vocabulary.
-  processor = vocab_lib.load_processor(vocab_lib.vocab_path(data_dir, vocab_lib.SHARED))
+  processor = vocabulary.load_processor(vocabulary.vocab_path(data_dir, vocabulary.SHARED))
   assert processor.PieceToId("\n") == 3 and processor.PieceToId("\t") == 4
   for language, (make, _) in CONTENT.items():
     text = make(3).decode("utf-8") + "ü€😀\n"
@@ -172,7 +173,7 @@ def test_one_model_trains_on_the_multilingual_mixture_and_evals_each_language(
       mesh_main_command(model_dir, shared_vocabulary, gin_files, MULTILINGUAL + [
           "run.train_steps = 3"]),
       mesh_main_command(model_dir, shared_vocabulary, gin_files + ["eval_full_line.gin"],
-                        MULTILINGUAL + ["mesh_eval_dataset_fn.num_eval_examples = 4",
+                        MULTILINGUAL + ["EVAL_EXAMPLES = 4",
                                         "Unitransformer.sample_autoregressive.max_steps = 4"]),
   ]
   proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,

@@ -1,5 +1,7 @@
 """The registered seqio Tasks on the fixture dataset: real TFDS data, real vocabulary."""
 
+import json
+
 import gin
 import pytest
 import seqio
@@ -7,7 +9,11 @@ import tensorflow_datasets as tfds
 
 import code_t5  # noqa: F401  (registers the tasks)
 from code_t5 import baselines
+from code_t5 import export
+from code_t5 import infer
+from code_t5 import score
 from code_t5 import tasks
+from code_t5 import vocabulary
 
 
 @pytest.fixture
@@ -90,18 +96,52 @@ def test_full_line_examples_carry_the_text_mesh_tf_eval_compares(data_dir_overri
         vocab.decode(ex["inputs"][:-1].tolist())[-20:])
 
 
-def test_model_window_is_the_text_of_the_inputs_the_model_reads(data_dir_override):
-  """scripts/bench_learning.py scores copy-line on baselines.model_window: it must be exactly
-  the (cut) inputs the Task feeds the model, recovered from the whole prefix."""
+def test_the_task_infer_score_export_and_baselines_read_the_same_window(data_dir_override,
+                                                                       tmp_path):
+  """Training and serving read a prefix through one rule (`preprocessors.inputs_window`): the
+  Task's inputs, infer's and score's input datasets, the export's serving vocabulary (+ the EOS
+  mesh-tf appends) and the baselines' `model_window` agree on every prefix, cut ones included."""
+  lengths = {"inputs": 24, "targets": 8}
   task = seqio.get_mixture_or_task("flcc_python_full_line")
   feature = task.output_features["inputs"]
   vocab = feature.vocabulary
-  ds = task.get_dataset({"inputs": 24, "targets": 8}, split="validation", shuffle=False)
+  examples = list(task.get_dataset(lengths, split="validation", shuffle=False)
+                  .take(30).as_numpy_iterator())
+  prefixes = [ex["inputs_pretokenized"].decode("utf-8") for ex in examples]
+  task_inputs = [ex["inputs"].tolist() for ex in examples]
+  assert all(ids[-1] == vocabulary.EOS_ID for ids in task_inputs)
+
+  def unpadded(ids):
+    ids = list(ids)
+    while ids and ids[-1] == vocabulary.PAD_ID:
+      ids.pop()
+    return ids
+
+  infer_inputs = [unpadded(ex["inputs"]) for ex in
+                  infer.prefixes_dataset(prefixes, vocab, lengths["inputs"]).as_numpy_iterator()]
+  pairs = tmp_path / "pairs.jsonl"
+  pairs.write_text("".join(json.dumps({"prefix": p, "completion": "x"}) + "\n"
+                           for p in prefixes))
+  [eval_dataset] = score.completions_dataset_fn(lengths, vocab, "validation",
+                                                input_filename=str(pairs))
+  score_inputs = [unpadded(ex["inputs"]) for ex in
+                  eval_dataset.dataset_fn().as_numpy_iterator()]
+  with gin.unlock_config():
+    gin.parse_config(f"import mesh_tensorflow.transformer.utils\n"
+                     f"utils.run.sequence_length = {lengths!r}")
+  try:
+    serving = export.ServingVocabulary("python")
+    export_inputs = [serving.encode_tf(p).numpy().tolist() + [vocabulary.EOS_ID]
+                     for p in prefixes]
+  finally:
+    gin.clear_config()
+  assert infer_inputs == task_inputs
+  assert score_inputs == task_inputs
+  assert export_inputs == task_inputs
   cut = 0
-  for ex in ds.take(30).as_numpy_iterator():
-    prefix = ex["inputs_pretokenized"].decode("utf-8")
-    window = baselines.model_window(prefix, feature, 24)
-    assert window == vocab.decode(ex["inputs"][:-1].tolist())
+  for prefix, ids in zip(prefixes, task_inputs):
+    window = baselines.model_window(prefix, feature, lengths["inputs"])
+    assert window == vocab.decode(ids[:-1])
     assert prefix.endswith(window)
     cut += window != prefix
   assert cut, "no example was long enough to be cut: the test checks nothing"
@@ -136,7 +176,7 @@ def test_mixture_rates_come_from_gin(data_dir_override):
 def test_missing_vocabulary_is_named(tmp_path):
   seqio.set_tfds_data_dir_override(str(tmp_path))
   try:
-    vocab = tasks.FlccVocabulary("python")
+    vocab = vocabulary.FlccVocabulary("python")
     with pytest.raises(Exception, match=f"{tmp_path}/flcc_vocab/python/spm.model: no vocabulary"):
       vocab.vocab_size  # pylint: disable=pointless-statement
   finally:

@@ -16,7 +16,9 @@ import logging
 import os
 import sys
 
+from code_t5 import errors
 from code_t5 import files
+from code_t5 import vocabulary
 from code_t5.data import archive as archive_lib
 from code_t5.data import flcc
 from code_t5.data import tree_writer
@@ -86,7 +88,7 @@ def cmd_build(args) -> dict:
   report = builder.build(args.flcc_dir, args.data_dir, args.language, options,
                          beam_runner=args.beam_runner, beam_flags=args.beam_options.split(),
                          overwrite=replace)
-  vocab = vocab_lib.vocab_path(args.data_dir, args.language)
+  vocab = vocabulary.vocab_path(args.data_dir, args.language)
   if replace and files.exists(vocab):
     print(f"note: {vocab} was trained on the dataset this build replaced; "
           f"`python -m code_t5.data vocab --overwrite` retrains it")
@@ -124,14 +126,14 @@ def cmd_vocab(args) -> None:
   if getattr(args, "languages", None):  # `dev` trains one language's
     cmd_shared_vocab(args)
     return
-  path = vocab_lib.vocab_path(args.data_dir, args.language)
+  path = vocabulary.vocab_path(args.data_dir, args.language)
   if files.exists(path) and not args.overwrite:
     print(f"vocabulary exists: {path} (--overwrite to retrain)")
   else:
     texts = _train_texts(args.data_dir, args.language)
     print(f"training sentencepiece ({args.vocab_size} pieces) on {len(texts)} files ...")
-    vocab_lib.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
-  processor = vocab_lib.load_processor(path)
+    vocabulary.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
+  processor = vocabulary.load_processor(path)
   print(f"vocabulary: {path}: {processor.GetPieceSize()} pieces, "
         + _chars_per_token_text(processor, args.data_dir, args.language))
 
@@ -139,7 +141,7 @@ def cmd_vocab(args) -> None:
 def cmd_shared_vocab(args) -> None:
   """One vocabulary over several built languages, each sampled to the same characters."""
   languages = sorted(set(args.languages))
-  path = vocab_lib.vocab_path(args.data_dir, vocab_lib.SHARED)
+  path = vocabulary.vocab_path(args.data_dir, vocabulary.SHARED)
   sampling = vocab_lib.sampling_path(args.data_dir)
   trained_on = languages
   if files.exists(path) and not args.overwrite:
@@ -155,15 +157,15 @@ def cmd_shared_vocab(args) -> None:
           f"{record['chars_per_language']} characters of each of {', '.join(languages)} ...")
     # The record first: the model's presence is what says the vocabulary is finished.
     vocab_lib.save_sampling(args.data_dir, record)
-    vocab_lib.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
-  processor = vocab_lib.load_processor(path)
+    vocabulary.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
+  processor = vocabulary.load_processor(path)
   print(f"vocabulary: {path}: {processor.GetPieceSize()} pieces, shared by "
         f"{', '.join(trained_on)} (sample: {sampling})")
   width = max(map(len, trained_on))
   for language in trained_on:
-    own_path = vocab_lib.vocab_path(args.data_dir, language)
+    own_path = vocabulary.vocab_path(args.data_dir, language)
     own = (f"; its own vocabulary: "
-           f"{_chars_per_token_text(vocab_lib.load_processor(own_path), args.data_dir, language)}"
+           f"{_chars_per_token_text(vocabulary.load_processor(own_path), args.data_dir, language)}"
            if files.exists(own_path) else "")
     print(f"  {language:<{width}}  "
           f"{_chars_per_token_text(processor, args.data_dir, language)}{own}")
@@ -243,7 +245,7 @@ def make_parser():
   vocab.add_argument("--language", default="python", type=_language, help=LANGUAGE_HELP)
   vocab.add_argument("--languages", default=None, type=_languages,
                      help="comma-separated built languages: one vocabulary shared by them "
-                          f"(DATA_DIR/{vocab_lib.VOCAB_DIR}/{vocab_lib.SHARED}/), trained on "
+                          f"(DATA_DIR/{vocabulary.VOCAB_DIR}/{vocabulary.SHARED}/), trained on "
                           "the same number of characters of each")
   _add_vocab_flags(vocab, vocab_lib.DEFAULT_VOCAB_SIZE)
   vocab.set_defaults(run=cmd_vocab)
@@ -274,23 +276,13 @@ def main(argv=None) -> int:
   flcc.log.addHandler(handler)
   propagate, flcc.log.propagate = flcc.log.propagate, False
   try:
-    args.run(args)
-  except (flcc.FlccFormatError, vocab_lib.VocabularyError, archive_lib.ArchiveError,
-          flcc.BuildMismatchError, UsageError, OSError) as e:
-    if args.verbose:
-      raise
-    print(f"code_t5.data {args.command}: error: {e}", file=sys.stderr)
-    return 1
-  except Exception as e:  # pylint: disable=broad-except
-    if args.verbose or not files.is_tensorflow_error(e):
-      raise
-    # TF's file layer, from inside TFDS (a gs:// bucket missing or refused): not OSErrors.
-    print(f"code_t5.data {args.command}: error: {files.first_line(e)}", file=sys.stderr)
-    return 1
+    return errors.run_command(
+        f"code_t5.data {args.command}", lambda: args.run(args), verbose=args.verbose,
+        expected=(flcc.FlccFormatError, vocabulary.VocabularyError, archive_lib.ArchiveError,
+                  flcc.BuildMismatchError, UsageError))
   finally:  # main() may run again in this process (the tests call it)
     flcc.log.removeHandler(handler)
     flcc.log.propagate = propagate
-  return 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ stopped and never takes a partial file for a whole one.
 
 import hashlib
 import os
-import shutil
 import tarfile
 import urllib.parse
 import urllib.request
@@ -16,6 +15,8 @@ import zipfile
 from typing import Optional, Tuple
 
 from tqdm import tqdm
+
+from code_t5 import files
 
 _CHUNK = 1 << 20
 
@@ -68,23 +69,21 @@ def extract(archive: str, out_dir: str) -> str:
   """Unpacks a .tar(.gz|.bz2|.xz) or .zip into `out_dir`, whole or not at all."""
   if os.path.isdir(out_dir):
     return out_dir
-  partial = out_dir + ".incomplete"
-  shutil.rmtree(partial, ignore_errors=True)
   try:
-    if zipfile.is_zipfile(archive):
-      with zipfile.ZipFile(archive) as z:
-        members = z.infolist()
-        for member in tqdm(members, desc="extract", unit=" files", mininterval=1):
-          z.extract(member, partial)
-    elif tarfile.is_tarfile(archive):
-      with tarfile.open(archive) as t:
-        for member in tqdm(t, desc="extract", unit=" files", mininterval=1):
-          t.extract(member, partial, filter="data")
-    else:
-      raise ArchiveError(f"{archive}: not a tar or zip archive")
+    with files.local_dir_written_whole(out_dir) as partial:
+      if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as z:
+          members = z.infolist()
+          for member in tqdm(members, desc="extract", unit=" files", mininterval=1):
+            z.extract(member, partial)
+      elif tarfile.is_tarfile(archive):
+        with tarfile.open(archive) as t:
+          for member in tqdm(t, desc="extract", unit=" files", mininterval=1):
+            t.extract(member, partial, filter="data")
+      else:
+        raise ArchiveError(f"{archive}: not a tar or zip archive")
   except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as e:
     raise ArchiveError(f"{archive}: cannot extract ({e})") from None
-  os.replace(partial, out_dir)
   return out_dir
 
 

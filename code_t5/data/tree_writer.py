@@ -10,10 +10,10 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import sysconfig
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
+from code_t5 import files
 from code_t5.data import flcc
 
 # Directories of the standard library that are not code a user writes or that are huge
@@ -138,10 +138,7 @@ def write_dev_tree(out_dir: str, max_files: Optional[int] = None,
                    language: str = "python") -> str:
   """Writes the dev tree of `language` (a key of DEV_SOURCES) to `out_dir`, replacing it only
   once it is complete."""
-  partial = out_dir.rstrip("/") + ".incomplete"
-  shutil.rmtree(partial, ignore_errors=True)
   _, read_repositories = DEV_SOURCES[language]
-  write_flcc_tree(partial, read_repositories(max_files), language=language)
-  shutil.rmtree(out_dir, ignore_errors=True)
-  os.replace(partial, out_dir)
+  with files.local_dir_written_whole(out_dir) as partial:
+    write_flcc_tree(partial, read_repositories(max_files), language=language)
   return os.path.join(out_dir, "v3")

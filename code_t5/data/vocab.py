@@ -1,20 +1,9 @@
-"""The code vocabulary: a sentencepiece model trained on the train split of `flcc/<language>`.
+"""Training the code vocabulary: a sentencepiece model on the train split of `flcc/<language>`.
 
-Ids follow T5 and mesh-tf, which treat id 1 as the end of the inputs in a delimited LM:
-pad 0, eos 1, unk 2, no bos. Text is kept exactly as written:
-
-* no normalisation, no dummy prefix, extra whitespace kept, so decode(encode(x)) == x;
-* "\\n" and "\\t" are pieces of their own (ids 3 and 4): a line end is always one token, which
-  is what lets the full-line task cut inputs at line boundaries and cut predictions at the
-  first newline;
-* runs of spaces are ordinary pieces (whitespace-only pieces allowed), so common indentation
-  widths become single tokens;
-* byte fallback: a character outside the vocabulary becomes its UTF-8 bytes, never UNK.
-
-The model lives in the TFDS data dir, next to the dataset it was trained on, so tasks find it
-from `--t5_tfds_data_dir` alone: `flcc_vocab/<language>/spm.model` for one language, and
-`flcc_vocab/shared/spm.model` for one vocabulary over several (`balanced_sample`), with the
-sample it was trained on recorded beside it (`sampling.json`).
+What the model must be -- its ids, a line end as one token, text kept exactly as written, where
+it lives -- is the contract of `code_t5/vocabulary.py`; this module trains models that keep it,
+and for one vocabulary over several languages draws a balanced sample (`balanced_sample`),
+recorded beside the model (`sampling.json`).
 """
 
 import io
@@ -24,32 +13,20 @@ import random
 from typing import Dict, Iterable, Iterator, List, Optional
 
 from code_t5 import files
+from code_t5 import vocabulary
+from code_t5.vocabulary import EOS_ID, NEWLINE, PAD_ID, TAB, UNK_ID, VocabularyError
 
-PAD_ID, EOS_ID, UNK_ID = 0, 1, 2
-NEWLINE, TAB = "\n", "\t"
 DEFAULT_VOCAB_SIZE = 32000
 # sentencepiece trains on "sentences"; files are cut into chunks of whole lines of about this
 # many characters, well under its max_sentence_length.
 _CHUNK_CHARS = 2000
 _MAX_SENTENCE_BYTES = 16384
-VOCAB_DIR = "flcc_vocab"
-
-
-# One vocabulary for several languages; not a language name (flcc.LANGUAGES).
-SHARED = "shared"
 SAMPLING_FILE = "sampling.json"
 
 
-class VocabularyError(Exception):
-  """A vocabulary is missing or unusable; the message names the file."""
-
-
-def vocab_path(data_dir: str, language: str) -> str:
-  return os.path.join(data_dir, VOCAB_DIR, language, "spm.model")
-
-
-def sampling_path(data_dir: str, name: str = SHARED) -> str:
-  return os.path.join(data_dir, VOCAB_DIR, name, SAMPLING_FILE)
+def sampling_path(data_dir: str, name: str = vocabulary.SHARED) -> str:
+  """The record of the sample a shared vocabulary was trained on, beside its model."""
+  return os.path.join(os.path.dirname(vocabulary.vocab_path(data_dir, name)), SAMPLING_FILE)
 
 
 def balanced_sample(texts_by_language: Dict[str, List[str]], seed: int = 0):
@@ -76,7 +53,7 @@ def balanced_sample(texts_by_language: Dict[str, List[str]], seed: int = 0):
   return sample, {"seed": seed, "chars_per_language": budget, "languages": taken}
 
 
-def save_sampling(data_dir: str, record: dict, name: str = SHARED) -> None:
+def save_sampling(data_dir: str, record: dict, name: str = vocabulary.SHARED) -> None:
   files.write_atomically(sampling_path(data_dir, name), json.dumps(record, indent=2) + "\n")
 
 
@@ -129,27 +106,6 @@ def train_sentencepiece(texts: Iterable[str], vocab_size: int,
     raise VocabularyError(
         f"sentencepiece could not train {vocab_size} pieces: {str(e).split('] ')[-1]}") from None
   return model.getvalue()
-
-
-def save(path: str, model: bytes) -> None:
-  """Writes a serialized sentencepiece model to `path` (local or gs://), whole or not at all."""
-  files.write_atomically(path, model)
-
-
-def load_processor(path: str):
-  """The sentencepiece processor at `path`, or a VocabularyError naming the problem."""
-  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
-  if not files.exists(path):
-    raise VocabularyError(
-        f"{path}: no vocabulary; run `python -m code_t5.data vocab --data_dir=...` first")
-  processor = spm.SentencePieceProcessor()
-  try:
-    processor.LoadFromSerializedProto(files.read_bytes(path))
-  except (RuntimeError, OSError) as e:
-    raise VocabularyError(f"{path}: not a sentencepiece model ({e})") from None
-  if (processor.pad_id(), processor.eos_id(), processor.unk_id()) != (PAD_ID, EOS_ID, UNK_ID):
-    raise VocabularyError(f"{path}: ids must be pad 0, eos 1, unk 2")
-  return processor
 
 
 def chars_per_token(processor, texts: Iterable[str]) -> Optional[float]:
