@@ -16,6 +16,7 @@
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
   .venv/bin/python scripts/bench_learning.py --steps=2500 --json=bench_learning.json
+  .venv/bin/python scripts/bench_learning.py --steps=2500 --resume ...  # after an interruption
 """
 
 import argparse
@@ -43,18 +44,38 @@ def last_checkpoint_step(model_dir):
   return int(match.group(1)) if match else None
 
 
-def train(model_dir, data_dir, steps, gin_files, gin_params):
-  """Trains `steps` steps; returns the wall time from launch (start-up included)."""
-  if last_checkpoint_step(model_dir) is not None:
+def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False):
+  """Trains to step `steps`; returns the wall time from launch (start-up included), summed
+  over the parts of a training resumed after interruptions (`resume`).
+
+  Each launch is recorded in <model_dir>/train_times.json when it starts; a part that was
+  interrupted counts up to the last checkpoint it saved (the steps after it are trained
+  again, and their time is not counted twice).
+  """
+  done = last_checkpoint_step(model_dir)
+  if done is not None and not resume:
     sys.exit(f"bench_learning: {model_dir} already holds checkpoints; give an empty "
-             "--model_dir, or --eval_only to score what is there")
+             "--model_dir, --resume to continue its training, or --eval_only to score it")
   os.makedirs(model_dir, exist_ok=True)
+  times_path = os.path.join(model_dir, "train_times.json")
+  parts = []
+  if resume and os.path.exists(times_path):
+    with open(times_path) as f:
+      parts = json.load(f)
+  for part in parts:
+    if "wall_s" not in part:  # interrupted: up to its last checkpoint
+      index = os.path.join(model_dir, f"model.ckpt-{done}.index")
+      part.update(to_step=done, wall_s=max(0.0, os.path.getmtime(index) - part["started"])
+                  if done is not None and os.path.exists(index) else 0.0)
+  start = time.time()
+  parts.append({"from_step": done or 0, "started": start})
+  with open(times_path, "w") as f:
+    json.dump(parts, f, indent=1)
   cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files],
                           [f"MIXTURE_NAME = '{TRAIN_MIXTURE}'", f"run.train_steps = {steps}",
                            *gin_params])
   log_path = os.path.join(model_dir, "train.log")
-  start = time.time()
-  with open(log_path, "w") as log:
+  with open(log_path, "a" if resume else "w") as log:
     # code_t5's progress lines (stderr, "code_t5: ...") are shown; the rest goes to the log.
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.PIPE, text=True,
                             env=QUIET_TF)
@@ -64,7 +85,10 @@ def train(model_dir, data_dir, steps, gin_files, gin_params):
         print(" ", line, end="", file=sys.stderr, flush=True)
     if proc.wait():
       sys.exit(f"bench_learning: training failed (code {proc.returncode}); see {log_path}")
-  return time.time() - start
+  parts[-1].update(to_step=last_checkpoint_step(model_dir), wall_s=time.time() - start)
+  with open(times_path, "w") as f:
+    json.dump(parts, f, indent=1)
+  return sum(part["wall_s"] for part in parts)
 
 
 def evaluate(model_dir, data_dir, examples, gin_files, gin_params):
@@ -104,6 +128,9 @@ def main():
                       help="validation examples to score (-1: all)")
   parser.add_argument("--data_dir", default=DEV_TFDS)
   parser.add_argument("--model_dir", default=os.path.join(REPO, "runs", "bench_learning"))
+  parser.add_argument("--resume", action="store_true",
+                      help="continue the training in --model_dir to --steps (after an "
+                           "interruption); the wall time adds up every part")
   parser.add_argument("--eval_only", action="store_true",
                       help="score the last checkpoint in --model_dir without training")
   parser.add_argument("--gin_file", action="append", default=[],
@@ -118,7 +145,7 @@ def main():
     print(f"training the dev model for {args.steps} steps into {args.model_dir} ...",
           file=sys.stderr, flush=True)
     train_wall = train(args.model_dir, args.data_dir, args.steps, args.gin_file,
-                       args.gin_param)
+                       args.gin_param, args.resume)
   step = last_checkpoint_step(args.model_dir)
   if step is None:
     sys.exit(f"bench_learning: no checkpoint in {args.model_dir}")

@@ -6,9 +6,17 @@ the EOS delimiter in the same place and count positions the same way; a differen
 of them leaves the model completing a line it never saw. Greedy eval reads the Task's own
 examples; infer (greedy and beam search) and the exported SavedModel read the same prefixes
 as a user's file does. Each must complete at least 95% of the lines exactly.
+
+That model has learned absolute positions. The shipped model, with T5's relative position
+buckets, is trained on the same files too: it does not learn every line in as many steps, so
+it is held to what it did learn. Score mode runs the training graph on each (prefix, line);
+log P(line + EOS) > log 1/2 means every token had P > 1/2 given the true tokens before it,
+so greedy decoding must complete that line exactly, unless it reads another window,
+delimiter or positions than training did.
 """
 
 import json
+import math
 import subprocess
 
 import pytest
@@ -78,15 +86,12 @@ EXAMPLES = 16  # 8 cursors in each file (full_line_options' default)
 STEPS = 1000
 EXACT = 0.95
 
-# The shipped prefix LM (full attention over the prefix, loss on the rest of the line), wider
-# than the tiny model so that 16 lines fit in STEPS, with targets long enough for the longest
-# line, and with learned absolute positions instead of T5's relative position buckets: with
-# the buckets the same 6 of the 16 lines still stutter after 1500 steps ("class BoundedQueueue
-# ueue", "for name, mass mass mass") in every setting tried, in training too (the loss stays
-# near 0.01 where this one reaches 0.000); see the notes on #18.
-# Adafactor at 1/sqrt(1000) ~ 0.032, decaying linearly to 0 over the second half: with a
-# constant rate the loss jumps about (up to 0.13 at step 900 in one run) and never settles.
-MODEL = TINY_MODEL + [
+# The shipped prefix LM (full attention over the prefix, loss on the rest of the line, T5's
+# relative position buckets), wider than the tiny model so that 16 lines fit in STEPS, with
+# targets long enough for the longest line. Adafactor at 1/sqrt(1000) ~ 0.032, decaying
+# linearly to 0 over the second half: with a constant rate the loss jumps about (up to 0.13 at
+# step 900 in one run) and never settles.
+SHIPPED_POSITIONS = TINY_MODEL + [
     f"MIXTURE_NAME = '{TASK}'", "dropout_rate = 0.0",
     "d_model = 128", "num_layers = 2", "d_ff = 512", "num_heads = 4", "d_kv = 32",
     "utils.run.sequence_length = {'inputs': 64, 'targets': 48}",
@@ -94,21 +99,28 @@ MODEL = TINY_MODEL + [
     "learning_rate_schedule_noam.warmup_steps = 1000",
     "learning_rate_schedule_noam.linear_decay_fraction = 0.5",
     "mesh_train_dataset_fn.seed = 7",
+]
+# The same with learned absolute positions instead of the buckets: with the buckets the same
+# 6 of the 16 lines still stutter after 1500 steps ("class BoundedQueueueue", "for name, mass
+# mass mass") in every setting tried (64 buckets too), and score mode shows why: the training
+# graph gives those lines log P of -1.6 to -4.8 (see the notes on #18). This one learns all 16.
+MODEL = SHIPPED_POSITIONS + [
     "Unitransformer.positional_embedding = True",
     "transformer_layers.SelfAttention.relative_attention_type = None",
 ]
+LOG_HALF = math.log(0.5)
 MODEL_FILES = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
 
 
 @pytest.fixture(scope="module")
-def memorised(tmp_path_factory):
-  """The two files as an FLCC tree, built (all train) with a vocabulary of their own, a model
-  trained on them, and its completions of their examples by every decoding path."""
+def memorise_data(tmp_path_factory):
+  """The two files as an FLCC tree, built (all train) with a vocabulary of their own; their
+  full-line examples as infer's prefixes and score's (prefix, completion) pairs."""
   root = tmp_path_factory.mktemp("memorise")
   tree_writer.write_flcc_tree(str(root / "flcc"), {
       "mem/planets": {"planets.py": PLANETS.encode()},
       "mem/queue": {"queue.py": QUEUE.encode()}})
-  data_dir, model_dir = str(root / "tfds"), str(root / "model")
+  data_dir = str(root / "tfds")
   run_data_cli("build", f"--flcc_dir={root / 'flcc'}", f"--data_dir={data_dir}",
                "--ratios=1,0,0")
   run_data_cli("vocab", f"--data_dir={data_dir}", "--vocab_size=400")
@@ -124,27 +136,41 @@ def memorised(tmp_path_factory):
   assert listed.returncode == 0, listed.stderr[-3000:]
   examples = [tuple(e) for e in json.loads(listed.stdout.strip().splitlines()[-1])]
   assert len(examples) == EXAMPLES, examples
-  prefixes = root / "prefixes.jsonl"
-  prefixes.write_text("".join(json.dumps({"prefix": p}) + "\n" for p, _ in examples))
+  (root / "prefixes.jsonl").write_text(
+      "".join(json.dumps({"prefix": p}) + "\n" for p, _ in examples))
+  (root / "pairs.jsonl").write_text(
+      "".join(json.dumps({"prefix": p, "completion": t}) + "\n" for p, t in examples))
+  return root, data_dir, examples
+
+
+def _train_and_decode(memorise_data, root, model, beam):
+  """Trains `model` on the two files, then in the same process: greedy eval of the Task's
+  examples, infer (greedy, and beam search if `beam`), score of the true lines, export; and
+  the exported SavedModel's completions of the same prefixes."""
+  data_root, data_dir, examples = memorise_data
+  model_dir = str(root / "model")
 
   def infer(name, gin_files=(), params=()):
     return mesh_main_command(model_dir, data_dir, MODEL_FILES + ["infer_full_line.gin",
-                                                                 *gin_files], MODEL + [
-        f"INPUT_FILE = '{prefixes}'",
+                                                                 *gin_files], model + [
+        f"INPUT_FILE = '{data_root / 'prefixes.jsonl'}'",
         f"OUTPUT_FILE = '{root / name}'", *params])
   export_dir = str(root / "export")
   runs = [
-      mesh_main_command(model_dir, data_dir, MODEL_FILES, MODEL + [
+      mesh_main_command(model_dir, data_dir, MODEL_FILES, model + [
           f"run.train_steps = {STEPS}", f"utils.run.save_checkpoints_steps = {STEPS}",
           "utils.run.iterations_per_loop = 100"]),
       # The Task's own examples, from the split the model was trained on.
-      mesh_main_command(model_dir, data_dir, MODEL_FILES + ["eval_full_line.gin"], MODEL + [
+      mesh_main_command(model_dir, data_dir, MODEL_FILES + ["eval_full_line.gin"], model + [
           "SPLIT = 'train'",
           f"EVAL_EXAMPLES = {EXAMPLES}"]),
       infer("greedy"),
-      infer("beam", ["beam_search.gin"], ["code_t5.prefix_lm_beam_search.max_steps = 48"]),
+      *([infer("beam", ["beam_search.gin"], ["code_t5.prefix_lm_beam_search.max_steps = 48"])]
+        if beam else []),
+      mesh_main_command(model_dir, data_dir, MODEL_FILES + ["score.gin"], model + [
+          f"INPUT_FILE = '{data_root / 'pairs.jsonl'}'", f"OUTPUT_FILE = '{root / 'scores'}'"]),
       mesh_main_command(model_dir, data_dir, MODEL_FILES + ["export.gin"],
-                        MODEL + [f"EXPORT_PATH = '{export_dir}'"]),
+                        model + [f"EXPORT_PATH = '{export_dir}'"]),
   ]
   proc = subprocess.run(mesh_main_runs_command(runs), cwd=REPO_ROOT, capture_output=True,
                         text=True, env=QUIET_TF)
@@ -159,11 +185,26 @@ def memorised(tmp_path_factory):
   return {
       "targets": targets,
       "losses": mesh_main_runs.losses(proc.stderr),
+      "log P": [float(score) for score in lines("scores")],
       "greedy eval": greedy_eval,
       "greedy infer": lines("greedy"),
-      "beam infer": lines("beam"),
+      **({"beam infer": lines("beam")} if beam else {}),
       "SavedModel": saved_model_completions(export_dir, [p for p, _ in examples], 8),
   }
+
+
+@pytest.fixture(scope="module")
+def memorised(memorise_data, tmp_path_factory):
+  """The model with absolute positions, trained until it has memorised the two files."""
+  return _train_and_decode(memorise_data, tmp_path_factory.mktemp("absolute"), MODEL,
+                           beam=True)
+
+
+@pytest.fixture(scope="module")
+def shipped(memorise_data, tmp_path_factory):
+  """The shipped model (relative position buckets), trained the same way."""
+  return _train_and_decode(memorise_data, tmp_path_factory.mktemp("relative"),
+                           SHIPPED_POSITIONS, beam=False)
 
 
 @pytest.mark.slow
@@ -179,3 +220,19 @@ def test_every_decoding_path_completes_the_memorised_lines(memorised, path):
 def test_the_memorising_run_trained_every_step(memorised):
   assert len(memorised["losses"]) == STEPS
   assert memorised["losses"][-1] < 0.05 * memorised["losses"][0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("positions", [pytest.param("memorised", id="absolute positions"),
+                                       pytest.param("shipped", id="relative buckets")])
+@pytest.mark.parametrize("path", ["greedy eval", "greedy infer", "SavedModel"])
+def test_greedy_decoding_completes_every_line_the_training_graph_learned(request, positions,
+                                                                         path):
+  """Module docstring: a line with log P(line + EOS) > log 1/2 in score mode (the training
+  graph) is every token's argmax, so each greedy path must complete it exactly."""
+  run = request.getfixturevalue(positions)
+  learned = [i for i, log_p in enumerate(run["log P"]) if log_p > LOG_HALF]
+  assert len(learned) >= EXAMPLES // 2, ("too few lines learned to check", run["log P"])
+  misses = [(run["targets"][i], run[path][i], run["log P"][i]) for i in learned
+            if run[path][i] != run["targets"][i]]
+  assert not misses, (path, misses)
