@@ -328,11 +328,19 @@ def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_p
     delay = _kill_mid_write(start, lambda: _checkpoint_steps(model_dir),
                             lambda: steps in _checkpoint_steps(model_dir), rng, max_delay=1.0)
     saved = _checkpoint_steps(model_dir)
-    print(f"training killed {delay:.2f}s after its first checkpoint: checkpoints={saved}")
+    # TF writes a checkpoint's files, then names it in the `checkpoint` file; a kill between
+    # the two leaves files that are not restored. What it resumes from is the named one.
+    named = tf.train.latest_checkpoint(str(model_dir))
+    print(f"training killed {delay:.2f}s after its first checkpoint: checkpoints={saved}, "
+          f"named={named}")
     assert saved and saved[-1] < steps
     proc = _run_to_completion(cmd)
-    # Continued, not started over.
-    assert f"Restoring parameters from {model_dir}/model.ckpt-{saved[-1]}" in proc.stderr
+    if named:  # continued, not started over
+      # The newest, or the one before it when the kill came while the newest was written.
+      assert named in [f"{model_dir}/model.ckpt-{step}" for step in saved[-2:]], named
+      assert f"Restoring parameters from {named}" in proc.stderr
+    else:  # killed before the first checkpoint was named: nothing to continue from
+      assert "Restoring parameters from" not in proc.stderr
     kept = _checkpoint_steps(model_dir)
     assert kept[-1] == steps and len(kept) == 2
     final = tf.train.latest_checkpoint(str(model_dir))
