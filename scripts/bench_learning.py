@@ -91,6 +91,19 @@ def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False):
   return sum(part["wall_s"] for part in parts)
 
 
+def recorded_training(model_dir):
+  """(last step, wall seconds summed over its parts) of the training train() recorded in
+  <model_dir>/train_times.json, for --eval_only; (None, None) if none finished."""
+  try:
+    with open(os.path.join(model_dir, "train_times.json")) as f:
+      parts = json.load(f)
+  except FileNotFoundError:
+    return None, None
+  if not parts or any("wall_s" not in part for part in parts):
+    return None, None
+  return parts[-1]["to_step"], sum(part["wall_s"] for part in parts)
+
+
 def evaluate(model_dir, data_dir, examples, gin_files, gin_params):
   """Greedy full-line eval of the last checkpoint (written to <model_dir>/validation_eval)."""
   cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files, "eval_full_line.gin"],
@@ -140,8 +153,10 @@ def main():
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
 
-  train_wall = None
-  if not args.eval_only:
+  budget, train_wall = args.steps, None
+  if args.eval_only:
+    budget, train_wall = recorded_training(args.model_dir)
+  else:
     print(f"training the dev model for {args.steps} steps into {args.model_dir} ...",
           file=sys.stderr, flush=True)
     train_wall = train(args.model_dir, args.data_dir, args.steps, args.gin_file,
@@ -181,7 +196,7 @@ def main():
     for metric, lead in by_metric.items():
       print(f"model - {baseline:<11} {metric:<15} {lead['lead']:+6.2f} points "
             f"(paired bootstrap 95% CI {lead['ci95'][0]:+.2f} .. {lead['ci95'][1]:+.2f})")
-  out = {"budget_steps": None if args.eval_only else args.steps, "train_wall_s": train_wall,
+  out = {"budget_steps": budget, "train_wall_s": train_wall,
          "checkpoint_step": step, "token_positions": trained.get("token_positions"),
          "examples": len(targets), "split": "validation", "ngram": report["ngram"],
          "copy_window_tokens": report["input_length"], "metric_names":
