@@ -5,6 +5,7 @@ mesh-tf's Estimator logs thousands of lines and none of them says how far a run 
 `startup.py` replaces a hook's start-of-session step), so every run prints, on stderr:
 
   code_t5: train step 120/600 | loss 3.214 | 2.91 steps/s | 2m45s left
+  code_t5: train step 69/~75 (4-minute budget) | loss 0.514 | 0.31 steps/s | 16s left
   code_t5: trained steps 0 -> 600 in 3m26s (2.91 steps/s), last loss 2.310; reached run.train_steps; checkpoint runs/dev/model.ckpt-600
   code_t5: decoded 64 examples (3.1/s)
   code_t5: decoded 256 examples in 1m22s (3.1/s)
@@ -134,15 +135,20 @@ class TrainProgressHook(tf.train.SessionRunHook):
   def _line(self, now):
     rate = self._rate(now)
     target = f"/{self._max_steps}" if self._max_steps else ""
-    parts = [f"train step {self._step}{target}"]
-    if self._line_losses:
-      parts.append(f"loss {sum(self._line_losses) / len(self._line_losses):.3f}")
-    parts.append(f"{rate:.2f} steps/s")
     left = []
     if self._max_steps and rate > 0:
       left.append((self._max_steps - self._step) / rate)
     if self._budget_minutes is not None:
-      left.append(60 * self._budget_minutes - (now - self._start))
+      budget_left = max(60 * self._budget_minutes - (now - self._start), 0)
+      left.append(budget_left)
+      # Under a budget that ends first, the target is where it will stop, not train_steps.
+      budget_step = self._step + int(budget_left * rate)
+      if rate > 0 and (not self._max_steps or budget_step < self._max_steps):
+        target = f"/~{budget_step} ({self._budget_minutes:g}-minute budget)"
+    parts = [f"train step {self._step}{target}"]
+    if self._line_losses:
+      parts.append(f"loss {sum(self._line_losses) / len(self._line_losses):.3f}")
+    parts.append(f"{rate:.2f} steps/s")
     if left:
       parts.append(f"{duration(max(min(left), 0))} left")
     return " | ".join(parts)

@@ -155,7 +155,13 @@ def test_a_time_budget_stops_training_and_saves_where_it_stopped(flcc_data_dir, 
   model_dir = str(tmp_path / "budget")
   proc = _main(model_dir, flcc_data_dir, ["models/shared-prefix_lm.gin", "mesh/cpu.gin"],
                TINY_MODEL + ["MIXTURE_NAME = 'flcc_python'", "run.train_steps = 1000000",
-                             "code_t5.train_budget.minutes = 0.1"])
+                             "code_t5.train_budget.minutes = 0.1",
+                             "code_t5.progress.seconds = 1"])
+  # While it trains, the target is the step the budget will stop at, not run.train_steps.
+  targets = re.findall(r"^code_t5: train step (\d+)/~(\d+) \(0.1-minute budget\) \| "
+                       r"loss [0-9.]+ \| [0-9.]+ steps/s \| \d+s left$", proc.stderr, re.M)
+  assert targets, proc.stderr[-3000:]
+  assert "/1000000" not in proc.stderr
   [summary] = [line for line in proc.stderr.splitlines() if "code_t5: trained steps" in line]
   match = re.fullmatch(r"code_t5: trained steps 0 -> (\d+) in (\d+)s .*; stopped by the "
                        r"0.1-minute budget \(code_t5.train_budget.minutes\); checkpoint (\S+)",
@@ -163,6 +169,8 @@ def test_a_time_budget_stops_training_and_saves_where_it_stopped(flcc_data_dir, 
   assert match, summary
   step, seconds, checkpoint = int(match.group(1)), int(match.group(2)), match.group(3)
   assert 1 <= step < 1000000 and 6 <= seconds < 60
+  # The last line's estimate is near where it stopped (the step rate varies a little).
+  assert step / 2 <= int(targets[-1][1]) <= 2 * step, (targets, step)
   assert checkpoint == f"{model_dir}/model.ckpt-{step}"
   assert os.path.exists(checkpoint + ".index")
   with open(os.path.join(model_dir, "checkpoint")) as f:
