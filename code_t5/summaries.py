@@ -126,13 +126,16 @@ def plot(model_dir: str, path: str, split: str = "validation") -> None:
       right.plot(steps, numbers, marker="o", label=tag[len("eval/"):])
   right.set(title=f"full-line metrics on {split}", xlabel="step", ylabel="percent")
   for axes in (left, right):
-    if axes.get_legend_handles_labels()[0]:
-      axes.legend(fontsize="small")
     axes.grid(alpha=0.3)
+  if left.get_legend_handles_labels()[0]:
+    left.legend(fontsize="small")
+  if right.get_legend_handles_labels()[0]:
+    # Below the axes: inside, it can hide a point (one eval step puts them all in a column).
+    right.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
   figure.suptitle(model_dir)
   figure.tight_layout()
   png = io.BytesIO()
-  figure.savefig(png, format="png", dpi=100)
+  figure.savefig(png, format="png", dpi=100, bbox_inches="tight")
   plt.close(figure)
   files.write_atomically(path, png.getvalue())
 
