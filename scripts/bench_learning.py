@@ -57,11 +57,8 @@ def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False):
     sys.exit(f"bench_learning: {model_dir} already holds checkpoints; give an empty "
              "--model_dir, --resume to continue its training, or --eval_only to score it")
   os.makedirs(model_dir, exist_ok=True)
-  times_path = os.path.join(model_dir, "train_times.json")
-  parts = []
-  if resume and os.path.exists(times_path):
-    with open(times_path) as f:
-      parts = json.load(f)
+  times_path = train_times_path(model_dir)
+  parts = read_train_times(model_dir) if resume else []
   for part in parts:
     if "wall_s" not in part:  # interrupted: up to its last checkpoint
       index = os.path.join(model_dir, f"model.ckpt-{done}.index")
@@ -88,17 +85,25 @@ def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False):
   parts[-1].update(to_step=last_checkpoint_step(model_dir), wall_s=time.time() - start)
   with open(times_path, "w") as f:
     json.dump(parts, f, indent=1)
-  return sum(part["wall_s"] for part in parts)
+  return recorded_training(parts)[1]
 
 
-def recorded_training(model_dir):
-  """(last step, wall seconds summed over its parts) of the training train() recorded in
-  <model_dir>/train_times.json, for --eval_only; (None, None) if none finished."""
+def train_times_path(model_dir):
+  return os.path.join(model_dir, "train_times.json")
+
+
+def read_train_times(model_dir):
+  """The launches train() recorded in <model_dir>/train_times.json (none: [])."""
   try:
-    with open(os.path.join(model_dir, "train_times.json")) as f:
-      parts = json.load(f)
+    with open(train_times_path(model_dir)) as f:
+      return json.load(f)
   except FileNotFoundError:
-    return None, None
+    return []
+
+
+def recorded_training(parts):
+  """(last step, wall seconds summed over the parts) of a training; (None, None) unless
+  every part has finished."""
   if not parts or any("wall_s" not in part for part in parts):
     return None, None
   return parts[-1]["to_step"], sum(part["wall_s"] for part in parts)
@@ -155,7 +160,7 @@ def main():
 
   budget, train_wall = args.steps, None
   if args.eval_only:
-    budget, train_wall = recorded_training(args.model_dir)
+    budget, train_wall = recorded_training(read_train_times(args.model_dir))
   else:
     print(f"training the dev model for {args.steps} steps into {args.model_dir} ...",
           file=sys.stderr, flush=True)
