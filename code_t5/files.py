@@ -57,6 +57,11 @@ def bucket_of(path: str):
   return "gs://" + path[len("gs://"):].split("/", 1)[0]
 
 
+def is_local(path: str) -> bool:
+  """A path on the local disk, not `gs://...` (or another of TF's file systems)."""
+  return "://" not in path
+
+
 def check_bucket(path: str) -> None:
   bucket = bucket_of(path)
   if bucket and not exists(bucket):

@@ -75,6 +75,37 @@ def test_not_an_archive_is_one_line(tmp_path):
       f"code_t5.data build: error: {bogus}: not a tar or zip archive")
 
 
+@pytest.mark.parametrize("args, path", [
+    (["build", "--archive={archive}", "--data_dir=gs://bucket/data"], "gs://bucket/data/downloads"),
+    (["build", "--archive=gs://bucket/flcc.tar.gz", "--data_dir={tmp}"], "gs://bucket/flcc.tar.gz"),
+    (["build", "--flcc_dir=gs://bucket/flcc", "--data_dir={tmp}"], "gs://bucket/flcc"),
+    (["dev", "--root=gs://bucket/dev"], "gs://bucket/dev"),
+], ids=["downloads under a gs:// data dir", "gs:// archive", "gs:// tree", "gs:// dev root"])
+def test_what_must_be_local_says_so_in_one_line(fixture_archive, tmp_path, monkeypatch, args,
+                                                path):
+  """Archives, their extraction and FLCC trees are read by tar, zip and the tree reader, on the
+  local disk. A gs:// path there is refused before anything is written: `os` would take
+  `gs://bucket/...` for a relative local path and write a directory named `gs:`."""
+  monkeypatch.chdir(tmp_path)
+  args = [a.format(archive=fixture_archive, tmp=tmp_path / "tfds") for a in args]
+  proc = run_data_cli(*args, check=False)
+  assert proc.returncode == 1, proc.stdout + proc.stderr
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith(f"code_t5.data {args[0]}: error: {path}: ") and "local" in last, last
+  assert os.listdir(tmp_path) == []
+
+
+def test_download_dir_is_where_an_archive_is_extracted(fixture_archive, flcc_data_dir,
+                                                       tmp_path):
+  data_dir, downloads = str(tmp_path / "tfds"), tmp_path / "downloads"
+  run_data_cli("build", f"--archive={fixture_archive}", f"--data_dir={data_dir}",
+               f"--download_dir={downloads}", RATIOS_FLAG)
+  # The extracted tree, <archive name>.<sha-256 prefix>, and nothing else.
+  assert [p.name.startswith(os.path.basename(fixture_archive) + ".")
+          for p in downloads.iterdir()] == [True]
+  assert _report(data_dir)[1] == _report(flcc_data_dir)[1]
+
+
 class _RangeHandler(http.server.BaseHTTPRequestHandler):
   """Serves one payload; honours `Range: bytes=N-` unless told not to."""
   payload = b""

@@ -72,12 +72,24 @@ def _print_report(report: dict) -> None:
       print(f"  {key:<{width}}  {value}")
 
 
+def _require_local(path: str, why: str) -> None:
+  """A path that TF's file layer cannot stand in for (tar, git's trees, the tree reader)."""
+  if not files.is_local(path):
+    raise UsageError(f"{path}: {why}")
+
+
 def cmd_build(args) -> dict:
   from code_t5.data import builder  # pylint: disable=g-import-not-at-top  (imports TF)
   provenance = {}
   if getattr(args, "archive", None):
-    args.flcc_dir, provenance = archive_lib.fetch(args.archive, args.data_dir,
+    downloads = args.download_dir or os.path.join(args.data_dir, "downloads")
+    _require_local(downloads, "an archive is downloaded and extracted on local disk, where "
+                   "its FLCC tree is read; give --download_dir=<a local directory> "
+                   "(--data_dir may stay where it is)")
+    args.flcc_dir, provenance = archive_lib.fetch(args.archive, downloads,
                                                   args.archive_sha256)
+  _require_local(args.flcc_dir, "an FLCC tree is read from local disk; copy it here first "
+                 "(gsutil -m cp -r), or give its archive with --archive")
   options = builder.BuildOptions(
       ratios=args.ratios, holdout_prefixes=args.holdout_prefixes,
       filters=flcc.Filters(args.max_line_length, args.max_file_bytes),
@@ -182,6 +194,8 @@ def cmd_dev(args) -> None:
     raise UsageError(f"no dev tree for {args.language}: dev writes "
                      + ", ".join(f"{l} ({what})" for l, (what, _) in tree_writer.DEV_SOURCES.items())
                      + "; build other languages from an FLCC tree with `build`")
+  _require_local(args.root, "the dev tree is written and read on local disk; give a local "
+                 "--root (--data_dir may be gs://)")
   flcc_dir = dev_tree_dir(args.root, args.language)
   args.data_dir = args.data_dir or os.path.join(args.root, "tfds")
   if files.isdir(os.path.join(flcc_dir, "v3")):
@@ -200,7 +214,10 @@ def _add_build_flags(parser, need_source, ratios=(0.9, 0.05, 0.05)):
     source.add_argument("--flcc_dir", help="FLCC v3 tree: the folder holding v3/, or v3/ itself")
     source.add_argument("--archive",
                         help="a published FLCC archive (.tar.gz/.zip), local path or http(s) "
-                             "URL; downloads resume, extraction goes to DATA_DIR/downloads")
+                             "URL; downloads resume, extraction goes to --download_dir")
+    parser.add_argument("--download_dir", default=None,
+                        help="local directory for an --archive's download and extracted tree "
+                             "(default: DATA_DIR/downloads; give one when DATA_DIR is gs://)")
     parser.add_argument("--archive_sha256", default=None,
                         help="fail unless the archive has this sha-256")
   parser.add_argument("--language", default="python", type=_language, help=LANGUAGE_HELP)

@@ -1,6 +1,7 @@
 """Published FLCC archives: download with progress and resume, checksum, extract.
 
-Everything lands in `<data_dir>/downloads/`. A download in progress is `<name>.part` and is
+Everything lands in a local download directory (`--download_dir`, by default
+`<data_dir>/downloads/`): tar, zip and the FLCC tree reader read the local disk. A download in progress is `<name>.part` and is
 resumed with an HTTP Range request; an extraction in progress is `<name>.incomplete/`. Only
 finished files carry their final names, so a rerun after an interruption picks up where it
 stopped and never takes a partial file for a whole one.
@@ -97,12 +98,15 @@ def find_flcc_root(extracted: str) -> str:
   raise ArchiveError(f"{extracted}: no FLCC v3 tree (v3/languages, v3/repositories) inside")
 
 
-def fetch(source: str, data_dir: str,
+def fetch(source: str, downloads: str,
           expected_sha256: Optional[str] = None) -> Tuple[str, dict]:
-  """Local path or URL -> (FLCC tree root, provenance {archive, sha256})."""
-  downloads = os.path.join(data_dir, "downloads")
+  """Local path or URL -> (FLCC tree root, provenance {archive, sha256}); the download and
+  the extracted tree go to `downloads`, a local directory."""
   if _is_url(source):
     path = download(source, downloads)
+  elif not files.is_local(source):
+    raise ArchiveError(f"{source}: an archive is read from local disk or an http(s) URL; "
+                       "copy it here first (gsutil cp)")
   elif os.path.isfile(source):
     path = source
   else:
