@@ -192,7 +192,8 @@ def score(targets: Sequence[str], predictions: Sequence[str]) -> Dict[str, float
 
 def compare(model_dir: str, task_name: str, split: str = "validation") -> dict:
   """The model's latest full-line eval of `task_name` and the baselines on its examples."""
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  from code_t5 import summaries, tasks  # pylint: disable=g-import-not-at-top
+  tasks.check_split(task_name, split)  # first: a split not built is why no eval ran
   step, targets, model = eval_outputs(model_dir, task_name, split)
   examples = task_examples(task_name, split, len(targets))
   if [t for _, t in examples] != targets:
@@ -239,8 +240,9 @@ def main(argv=None) -> int:
   from code_t5 import errors, tasks  # pylint: disable=g-import-not-at-top
   del tasks  # registers the Tasks
   seqio.set_tfds_data_dir_override(args.data_dir)
+  from code_t5.data import flcc  # pylint: disable=g-import-not-at-top
   return errors.run_command("code_t5.baselines", lambda: _print_report(args),
-                            expected=(ValueError,))
+                            expected=(ValueError, flcc.MissingSplitError))
 
 
 def _print_report(args) -> None:

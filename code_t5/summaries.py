@@ -170,7 +170,11 @@ def _print_summary(args) -> None:
   for name, m in sorted(summary["eval"].items()):
     print(f"eval   {name:<50} {m['value']:>8.3f}  (step {m['step']})")
   if not summary["eval"]:
-    print(f"eval   no metrics in {os.path.join(args.model_dir, args.split + '_eval')}")
+    others = sorted(os.path.basename(path.rstrip("/"))[:-len("_eval")]
+                    for path in files.glob(os.path.join(args.model_dir, "*_eval")))
+    print(f"eval   no metrics in {os.path.join(args.model_dir, args.split + '_eval')}: no "
+          f"full-line eval on {args.split} has run"
+          + (f"; evals on {', '.join(others)} have (--split=...)" if others else ""))
   if args.json:
     files.write_atomically(args.json, json.dumps(summary, indent=1))
   if args.plot:

@@ -14,7 +14,9 @@ gin:
 
 (a --gin_param, read after every gin file: a mode file's `include 'dataset.gin'` would set
 MIXTURE_NAME back). A seqio Mixture needs one
-vocabulary for all its Tasks: that is what the shared one is for.
+vocabulary for all its Tasks: that is what the shared one is for. A language whose dataset has
+no split that a run reads (a small tree, `--ratios` with a 0) is left out of that run, in a
+line that names it (`check_split`).
 
 Data and vocabulary both come from the TFDS data dir (`--t5_tfds_data_dir`), where
 `python -m code_t5.data` writes them.
@@ -27,6 +29,7 @@ import t5.data.preprocessors as t5_preprocessors
 
 from code_t5 import metrics
 from code_t5 import preprocessors
+from code_t5 import progress
 from code_t5 import vocabulary
 from code_t5.data import builder as flcc_builder  # registers the `flcc` TFDS builder
 from code_t5.data import flcc
@@ -42,12 +45,73 @@ def output_features(vocabulary_name: str):
   }
 
 
-def _source(language: str) -> seqio.TfdsDataSource:
-  # read_only: `python -m code_t5.data build` makes the dataset. Otherwise seqio reads through
-  # tfds.load(download=True, try_gcs=True), which first looks for flcc in TFDS' public bucket
-  # (gs://tfds-data/datasets/flcc): a GCS login and a request to Google on every run.
-  return seqio.TfdsDataSource(tfds_name=f"flcc/{language}:{FLCC_VERSION}",
-                              splits=flcc.SPLITS, read_only=True)
+class FlccSource(seqio.TfdsDataSource):
+  """`flcc/<language>` in the TFDS data dir, with the splits its build filled.
+
+  A small tree may leave a split empty, and the build then writes no such split. Upstream
+  Mixtures (seqio's get_dataset, t5's eval) leave out a Task without the split; reading one
+  is a MissingSplitError that says which build would fill it (`check_split` says it first).
+  """
+
+  def __init__(self, language: str):
+    # read_only: `python -m code_t5.data build` makes the dataset. Otherwise seqio reads
+    # through tfds.load(download=True, try_gcs=True), which first looks for flcc in TFDS'
+    # public bucket (gs://tfds-data/datasets/flcc): a GCS login and a request to Google.
+    super().__init__(tfds_name=f"flcc/{language}:{FLCC_VERSION}", read_only=True)
+    self.language = language
+
+  @property
+  def splits(self):
+    # seqio's loader, cached per data dir. Not built: every split, so that reading says so.
+    built = self.tfds_dataset.info.splits
+    return tuple(s for s in flcc.SPLITS if s in built and built[s].num_examples) or flcc.SPLITS
+
+  def get_dataset(self, split="train", *args, **kwargs):
+    if split not in self.splits:
+      raise flcc.MissingSplitError(self.missing_split_message(split))
+    return super().get_dataset(split, *args, **kwargs)
+
+  def missing_split_message(self, split: str) -> str:
+    return flcc_builder.missing_split_message(vocabulary.tfds_data_dir(), self.language, split)
+
+
+def _source(language: str) -> FlccSource:
+  return FlccSource(language)
+
+
+def check_split(mixture_or_task_name: str, split: str):
+  """The Tasks of a Mixture (or the Task) that have `split`. Each one that has not is named in
+  a line and left out, as t5 and seqio leave it out; when none has it, a MissingSplitError."""
+  tasks = seqio.get_subtasks(seqio.get_mixture_or_task(mixture_or_task_name))
+  missing = [task for task in tasks if split not in task.splits]
+  reasons = [task.source.missing_split_message(split) if isinstance(task.source, FlccSource)
+             else f"Task {task.name} has no {split} split" for task in missing]
+  if len(missing) == len(tasks):
+    raise flcc.MissingSplitError(reasons[0] if len(set(reasons)) == 1 else "; ".join(reasons))
+  for task, reason in zip(missing, reasons):
+    progress.say(f"{mixture_or_task_name}: {task.name} left out of {split}: {reason}")
+  return [task for task in tasks if task not in missing]
+
+
+@gin.configurable(module="code_t5")
+def train_dataset_fn(mixture_or_task_name, sequence_length, vocabulary, dataset_split="train",
+                     **kwargs):
+  """t5's mesh_train_dataset_fn, after `check_split` (dataset.gin wires it)."""
+  from t5.models import mesh_transformer  # pylint: disable=g-import-not-at-top  (mesh-tf)
+  check_split(mixture_or_task_name, dataset_split)
+  return mesh_transformer.mesh_train_dataset_fn(
+      mixture_or_task_name, sequence_length, vocabulary, dataset_split, **kwargs)
+
+
+@gin.configurable(module="code_t5")
+def eval_dataset_fn(mixture_or_task_name, sequence_length, dataset_split, vocabulary=None,
+                    **kwargs):
+  """t5's mesh_eval_dataset_fn, after `check_split` (dataset.gin wires it): without it, an eval
+  of a Task that lacks the split evaluates nothing and exits 0."""
+  from t5.models import mesh_transformer  # pylint: disable=g-import-not-at-top  (mesh-tf)
+  check_split(mixture_or_task_name, dataset_split)
+  return mesh_transformer.mesh_eval_dataset_fn(
+      mixture_or_task_name, sequence_length, dataset_split, vocabulary, **kwargs)
 
 
 @gin.configurable(module="code_t5")

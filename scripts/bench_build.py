@@ -4,10 +4,11 @@ Generates an FLCC v3 tree of --files files (default 20000) from the running inte
 standard library (each copy made unique, so de-duplication keeps it), then in one run:
   1. reads every stored file once (the floor any build pays),
   2. builds flcc/python from it in this process,
-  3. with --beam, builds it again on Beam's DirectRunner.
+  3. with --beam_workers=1,2, builds it again on Beam's DirectRunner with each number of
+     worker processes (multi_processing mode; each worker imports TensorFlow once).
 Prints a table and writes JSON (--json).
 
-  .venv/bin/python scripts/bench_build.py --files=20000 --json=bench_build.json
+  .venv/bin/python scripts/bench_build.py --files=20000 --beam_workers=1,2 --json=bench_build.json
 """
 
 import argparse
@@ -54,7 +55,8 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--files", type=int, default=20000)
-  parser.add_argument("--beam", action="store_true", help="also time the Beam DirectRunner")
+  parser.add_argument("--beam_workers", default="",
+                      help="comma-separated worker counts: also time Beam's DirectRunner with each")
   parser.add_argument("--json", default=None)
   parser.add_argument("--workdir", default=None, help="default: a temporary directory")
   args = parser.parse_args()
@@ -67,17 +69,22 @@ def main():
   (files, total), read_seconds = timed(lambda: plain_read(tree))
   rows = [("plain read", files, total, read_seconds)]
 
-  runs = [("build (in process)", None)]
-  if args.beam:
-    runs.append(("build (Beam DirectRunner)", "DirectRunner"))
-  for name, runner in runs:
-    data_dir = os.path.join(workdir, "tfds_" + (runner or "in_process"))
+  runs = [("build (in process)", None, ())]
+  for workers in filter(None, args.beam_workers.split(",")):
+    runs.append((f"build (Beam, {workers} worker{'s' * (workers != '1')})", "DirectRunner",
+                 (f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing")))
+  reports = []
+  for name, runner, flags in runs:
+    data_dir = os.path.join(workdir, "tfds_" + name.split("(")[1].rstrip(")").replace(" ", "_"))
     shutil.rmtree(data_dir, ignore_errors=True)
-    report, seconds = timed(lambda: builder.build(tree, data_dir, "python",
-                                                  beam_runner=runner))
+    report, seconds = timed(lambda: builder.build(tree, data_dir, "python", beam_runner=runner,
+                                                  beam_flags=flags))
+    reports.append({k: v for k, v in report.items() if k not in ("options", "fingerprint")})
     rows.append((name, report["files_processed"], total, seconds))
+  same = all(r == reports[0] for r in reports)
 
-  print(f"\ntree: {files} files, {total / 1e6:.1f} MB (generated in {gen_seconds:.1f} s)")
+  print(f"\ntree: {files} files, {total / 1e6:.1f} MB (generated in {gen_seconds:.1f} s); "
+        f"the builds' reports {'agree' if same else 'DIFFER'}")
   print(f"{'step':<28}{'files':>8}{'seconds':>10}{'files/s':>10}{'MB/s':>8}")
   results = []
   for name, n, size, seconds in rows:
@@ -87,7 +94,8 @@ def main():
                     "mb_per_s": round(size / 1e6 / seconds, 2)})
   if args.json:
     with open(args.json, "w") as f:
-      json.dump({"cpus": os.cpu_count(), "results": results}, f, indent=1)
+      json.dump({"cpus": os.cpu_count(), "reports_agree": same, "results": results}, f,
+                indent=1)
   if not args.workdir:
     shutil.rmtree(workdir, ignore_errors=True)
 

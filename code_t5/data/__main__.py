@@ -62,14 +62,17 @@ LANGUAGE_HELP = ("ours (python, cpp, csharp, ...) or the tree's own spelling "
                  "(Python, C++, C#, JavaScript, ...), any case")
 
 
-def _print_report(report: dict) -> None:
+def _print_report(report: dict, command: str) -> None:
   width = max(len(k) for k in report)
   for key, value in report.items():
     if key == "splits":
       for split, counts in value.items():
         print(f"  {split:<{width}}  " + "  ".join(f"{k}={v}" for k, v in counts.items()))
-    elif key not in ("options", "fingerprint"):  # in the JSON report only
+    elif key not in ("options", "fingerprint", "warnings"):  # in the JSON report only
       print(f"  {key:<{width}}  {value}")
+  sys.stdout.flush()
+  for warning in report.get("warnings", ()):
+    print(f"code_t5.data {command}: warning: {warning}", file=sys.stderr)
 
 
 def _require_local(path: str, why: str) -> None:
@@ -105,7 +108,7 @@ def cmd_build(args) -> dict:
     print(f"note: {vocab} was trained on the dataset this build replaced; "
           f"`python -m code_t5.data vocab --overwrite` retrains it")
   print(f"flcc/{args.language} in {args.data_dir}:")
-  _print_report(report)
+  _print_report(report, args.command)
   print(f"report: {builder.report_path(args.data_dir, args.language)}")
   return report
 
@@ -130,8 +133,12 @@ def _train_texts(data_dir, language):
 
 
 def _chars_per_token_text(processor, data_dir, language):
+  from code_t5.data import builder  # pylint: disable=g-import-not-at-top
   cpt = vocab_lib.chars_per_token(processor, _split_texts(data_dir, language, "validation"))
-  return f"{cpt:.2f} characters per token on validation" if cpt else "no validation split to measure on"
+  if cpt:
+    return f"{cpt:.2f} characters per token on validation"
+  return (f"no validation split to measure on "
+          f"({builder.missing_split_message(data_dir, language, 'validation')})")
 
 
 def cmd_vocab(args) -> None:

@@ -69,6 +69,9 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     self.fingerprint = fingerprint  # recorded in the report
     self.flcc_report = None
     self._beam_flcc_dir = None
+    self._beam_split_method = None
+    if options.beam:
+      self._split_generators = self._beam_split_generators
 
   def _info(self) -> tfds.core.DatasetInfo:
     info = self.dataset_info_from_configs(
@@ -89,12 +92,10 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     info.initialize_from_bucket = _not_in_the_tfds_bucket
     return info
 
-  def _split_generators(self, dl_manager: tfds.download.DownloadManager, pipeline):
-    # TFDS hands every builder that takes `pipeline` a Beam pipeline; the in-process path
-    # leaves it empty.
+  def _split_generators(self, dl_manager: tfds.download.DownloadManager):
+    # TFDS makes a Beam pipeline (importing Beam: 0.5-1.5 s) for a builder whose
+    # _split_generators takes `pipeline`; a Beam build puts that signature in place (__init__).
     flcc_dir = os.fspath(dl_manager.manual_dir)
-    if self.options.beam:
-      return self._beam_split_generators(flcc_dir, pipeline)
     config, options = self.builder_config, self.options
     with tqdm(desc=f"scan {config.language}", unit=" files", mininterval=1) as progress:
       plan = flcc.plan_build(flcc_dir, config.language,
@@ -116,11 +117,13 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     for source, sha in files:
       yield sha, _example(source, sha, language)
 
-  def _beam_split_generators(self, flcc_dir, pipeline):
+  def _beam_split_generators(self, dl_manager: tfds.download.DownloadManager, pipeline):
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
+    flcc_dir = os.fspath(dl_manager.manual_dir)
     language, options = self.builder_config.language, self.options
     flcc.check_language(language)
-    root, repos = flcc.assign_splits(flcc_dir, options.ratios, options.holdout_prefixes)
+    root, self._beam_split_method, repos = flcc.assign_splits(
+        flcc_dir, language, options.ratios, options.holdout_prefixes)
     kept = (pipeline
             | "Repositories" >> beam.Create(list(enumerate(repos)))
             | "Spread" >> beam.Reshuffle()
@@ -153,7 +156,8 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     language = self.builder_config.language
     flcc.check_not_empty(self._beam_flcc_dir, language,
                          sum(counters[f"files:{s}"] for s in flcc.SPLITS), counters)
-    self._write_report(flcc.report_from_counters(language, counters))
+    self._write_report(flcc.report_from_counters(language, counters, self.options.ratios,
+                                                 self._beam_split_method))
 
 
 _BEAM_NAMESPACE = "flcc"
@@ -199,15 +203,28 @@ def fingerprint(flcc_dir: str, language: str, options: BuildOptions) -> dict:
   listing is cheap on 500 GB), the language, and the options that decide what is kept and
   where it goes. Beam or not, --strict and the archive's path change none of it."""
   names = "\n".join("/".join(r) for r in flcc.iter_repository_dirs(flcc.languages_root(flcc_dir)))
+  repositories = names.count("\n") + 1 if names else 0
   return {
       "recipe": RECIPE,
       "language": language,
-      "repositories": names.count("\n") + 1 if names else 0,
+      "repositories": repositories,
       "repositories_sha256": hashlib.sha256(names.encode("utf-8")).hexdigest(),
       "ratios": list(options.ratios),
       "holdout_prefixes": options.holdout_prefixes,
       "filters": dataclasses.asdict(options.filters),
+      "split_method": flcc.split_method(repositories, options.ratios, options.holdout_prefixes),
   }
+
+
+def _recorded_fingerprint(report: dict) -> Optional[dict]:
+  """The fingerprint a finished dataset recorded. Those recorded before splits were balanced
+  (no `split_method`) were all drawn by hash or by holdout prefixes: the same recipe as
+  `flcc.HASH` today, so a large tree built then is still taken as built."""
+  recorded = report.get("fingerprint")
+  if recorded and "split_method" not in recorded:
+    recorded = dict(recorded, split_method=flcc.HOLDOUT_PREFIXES
+                    if recorded.get("holdout_prefixes") else flcc.HASH)
+  return recorded
 
 
 def _differences(recorded: Optional[dict], wanted: dict) -> str:
@@ -235,18 +252,20 @@ def build(flcc_dir: str, data_dir: str, language: str,
   builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted)
   if builder.is_prepared():
     report = json.loads(files.read_text(os.path.join(builder.data_dir, REPORT_FILE)))
-    if report.get("fingerprint") == wanted:
+    if _recorded_fingerprint(report) == wanted:
       return report
     if not overwrite:
       raise flcc.BuildMismatchError(
           f"{builder.data_dir}: built from other inputs ("
-          f"{_differences(report.get('fingerprint'), wanted)}); --overwrite replaces it")
+          f"{_differences(_recorded_fingerprint(report), wanted)}); --overwrite replaces it")
     files.rmtree(builder.data_dir)
     builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted)
-  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-  # Given none, TFDS builds PipelineOptions() -- parsed from sys.argv, the caller's own flags,
-  # with a warning per flag -- even for an in-process build.
-  beam_options = PipelineOptions(list(beam_flags))
+  beam_options = None
+  if beam_runner:
+    from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+    # Given none, TFDS builds PipelineOptions() -- parsed from sys.argv, the caller's own
+    # flags, with a warning per flag.
+    beam_options = PipelineOptions(list(beam_flags))
   # try_download_gcs: TFDS would look for a prepared copy in its public bucket first (see _info).
   builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
       manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options,
@@ -269,3 +288,45 @@ def built(data_dir: str, language: str) -> Optional[Flcc]:
 
 def report_path(data_dir: str, language: str) -> str:
   return os.path.join(builder_dir(data_dir, language), str(Flcc.VERSION), REPORT_FILE)
+
+
+def built_report(data_dir: str, language: str) -> Optional[dict]:
+  """The report of the finished `flcc/<language>` in `data_dir`, or None."""
+  path = report_path(data_dir, language)
+  return json.loads(files.read_text(path)) if files.exists(path) else None
+
+
+def missing_split_message(data_dir: str, language: str, split: str) -> str:
+  """Why `flcc/<language>` in `data_dir` has no `split`, and the build that gives it one."""
+  report = built_report(data_dir, language) or {}
+  ratios = tuple(report.get("options", {}).get("ratios", BuildOptions.ratios))
+  ratio = dict(zip(flcc.SPLITS, ratios))
+  counts = report.get("splits", {})
+  repositories = sum(c.get("repositories", 0) for c in counts.values())
+  nonzero = [s for s in flcc.SPLITS if ratio[s] > 0]
+  head = f"flcc/{language} in {data_dir} has no {split} split"
+  if ratio[split] and repositories <= 1:
+    return (f"{head}: its files come from {repositories} repository, which cannot be split; "
+            f"build it from a tree of more repositories")
+  if not ratio[split]:
+    why, fix = f"it was built with --ratios={flcc.ratios_text(ratios)}", with_split(ratios, split)
+  elif repositories < len(nonzero):
+    # Too few repositories to go round: free one by leaving out the other held-out split.
+    other = [s for s in nonzero if s != split and ratio[s] < max(ratios)][0]
+    why = f"its {repositories} repositories with kept files cannot fill {len(nonzero)} splits"
+    fix = flcc.without_split(ratios, other)
+  else:
+    placed = ", ".join(f"{counts.get(s, {}).get('repositories', 0)} in {s}" for s in flcc.SPLITS)
+    why = (f"it was split by {report.get('split_method') or flcc.HASH} ({placed} repositories); "
+           f"a build by this code_t5 gives every split of non-zero ratio a repository")
+    fix = ratios
+  return (f"{head}: {why}; rebuild it: python -m code_t5.data build --flcc_dir=<the tree> "
+          f"--data_dir={data_dir} --language={language} --ratios={flcc.ratios_text(fix)} "
+          f"--overwrite")
+
+
+def with_split(ratios, split: str, share: float = 0.05):
+  """`ratios` with `share` given to `split` and the others scaled down to make room."""
+  others = sum(r for s, r in zip(flcc.SPLITS, ratios) if s != split)
+  return tuple(share if s == split else round(r * (1 - share) / others, 4)
+               for s, r in zip(flcc.SPLITS, ratios))
