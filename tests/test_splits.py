@@ -1,6 +1,8 @@
 """Splits that hold at any corpus size, and a missing split named at every entry point.
 
-Trees are made by real git (`flcc_git.py`), with repositories of uneven sizes.
+Trees are made by real git (`flcc_git.py`), with repositories of uneven sizes. The launch of
+mesh_transformer_main on a missing split is test_reliability's
+test_eval_on_an_empty_split_is_one_line.
 """
 
 import collections
@@ -14,8 +16,7 @@ import pytest
 from code_t5.data import builder
 from code_t5.data import flcc
 
-from conftest import (PYTHON, QUIET_TF, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE, mesh_main_command,
-                      run_data_cli)
+from conftest import PYTHON, QUIET_TF, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE, run_data_cli
 from flcc_git import write_git_repository
 
 # Files per repository: a few large repositories and a tail of small ones, as real trees have.
@@ -204,22 +205,6 @@ def test_baselines_and_summaries_name_the_missing_split(split_data, tmp_path, ca
   assert capsys.readouterr().out.strip() == (
       f"eval   no metrics in {tmp_path}/validation_eval: no full-line eval on validation has "
       f"run; evals on test have (--split=...)")
-
-
-@pytest.mark.slow
-def test_an_eval_of_a_missing_split_is_one_line_under_t5s_entry_point(split_data, tmp_path):
-  data_dir = split_data[0]
-  proc = subprocess.run(
-      mesh_main_command(str(tmp_path / "model"), data_dir,
-                        ["models/shared-prefix_lm_dev.gin", "eval_full_line.gin"],
-                        TINY_MODEL + ["MIXTURE_NAME = 'flcc_java_full_line_shared'"]),
-      cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
-  assert proc.returncode == 1
-  error, hint = proc.stderr.strip().splitlines()[-2:]
-  assert error.startswith(
-      f"code_t5: error: MissingSplitError: {JAVA_NO_VALIDATION.format(data_dir, data_dir)} "
-      "(in call to configurable"), proc.stderr[-3000:]
-  assert hint == "  (CODE_T5_TRACEBACK=1 shows the traceback)"
 
 
 def test_split_shares_script_prints_before_and_after(tmp_path):
