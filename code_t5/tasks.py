@@ -75,13 +75,9 @@ class FlccSource(seqio.TfdsDataSource):
     return flcc_builder.missing_split_message(vocabulary.tfds_data_dir(), self.language, split)
 
 
-def _source(language: str) -> FlccSource:
-  return FlccSource(language)
-
-
-def check_split(mixture_or_task_name: str, split: str):
-  """The Tasks of a Mixture (or the Task) that have `split`. Each one that has not is named in
-  a line and left out, as t5 and seqio leave it out; when none has it, a MissingSplitError."""
+def check_split(mixture_or_task_name: str, split: str) -> None:
+  """Names in a line each Task of a Mixture (or the Task) that has no `split`: t5 and seqio
+  leave it out. When none has it, a MissingSplitError."""
   tasks = seqio.get_subtasks(seqio.get_mixture_or_task(mixture_or_task_name))
   missing = [task for task in tasks if split not in task.splits]
   reasons = [task.source.missing_split_message(split) if isinstance(task.source, FlccSource)
@@ -90,7 +86,6 @@ def check_split(mixture_or_task_name: str, split: str):
     raise flcc.MissingSplitError(reasons[0] if len(set(reasons)) == 1 else "; ".join(reasons))
   for task, reason in zip(missing, reasons):
     progress.say(f"{mixture_or_task_name}: {task.name} left out of {split}: {reason}")
-  return [task for task in tasks if task not in missing]
 
 
 @gin.configurable(module="code_t5")
@@ -141,7 +136,7 @@ def register(language: str, shared: bool = False) -> None:
   features = output_features(vocabulary.SHARED if shared else language)
   seqio.TaskRegistry.add(
       f"flcc_{language}_full_line{suffix}",
-      source=_source(language),
+      source=FlccSource(language),
       preprocessors=[
           _full_line_examples,
           seqio.preprocessors.tokenize,
@@ -155,7 +150,7 @@ def register(language: str, shared: bool = False) -> None:
   )
   seqio.TaskRegistry.add(
       f"flcc_{language}_prefix_lm{suffix}",
-      source=_source(language),
+      source=FlccSource(language),
       preprocessors=[
           preprocessors.content_to_targets,
           seqio.preprocessors.tokenize,

@@ -309,7 +309,8 @@ def missing_split_message(data_dir: str, language: str, split: str) -> str:
     return (f"{head}: its files come from {repositories} repository, which cannot be split; "
             f"build it from a tree of more repositories")
   if not ratio[split]:
-    why, fix = f"it was built with --ratios={flcc.ratios_text(ratios)}", with_split(ratios, split)
+    why = f"it was built with --ratios={flcc.ratios_text(ratios)}"
+    fix = flcc.with_split(ratios, split)
   elif repositories < len(nonzero):
     # Too few repositories to go round: free one by leaving out the other held-out split.
     other = [s for s in nonzero if s != split and ratio[s] < max(ratios)][0]
@@ -324,9 +325,3 @@ def missing_split_message(data_dir: str, language: str, split: str) -> str:
           f"--data_dir={data_dir} --language={language} --ratios={flcc.ratios_text(fix)} "
           f"--overwrite")
 
-
-def with_split(ratios, split: str, share: float = 0.05):
-  """`ratios` with `share` given to `split` and the others scaled down to make room."""
-  others = sum(r for s, r in zip(flcc.SPLITS, ratios) if s != split)
-  return tuple(share if s == split else round(r * (1 - share) / others, 4)
-               for s, r in zip(flcc.SPLITS, ratios))

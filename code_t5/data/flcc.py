@@ -164,6 +164,13 @@ def without_split(ratios: Sequence[float], split: str) -> Tuple[float, ...]:
   return tuple(round(r / sum(kept), 4) for r in kept) if sum(kept) else tuple(kept)
 
 
+def with_split(ratios: Sequence[float], split: str, share: float = 0.05) -> Tuple[float, ...]:
+  """`ratios` with `share` given to `split` and the others scaled down to make room."""
+  others = sum(r for s, r in zip(SPLITS, ratios) if s != split)
+  return tuple(share if s == split else round(r * (1 - share) / others, 4)
+               for s, r in zip(SPLITS, ratios))
+
+
 def split_warnings(splits: Dict[str, dict], ratios: Sequence[float]) -> List[str]:
   """One line for each split of non-zero ratio that is empty; when none is, one for each whose
   share of the kept files is off its ratio by more than half the ratio (5% asked: under 2.5%
@@ -173,9 +180,9 @@ def split_warnings(splits: Dict[str, dict], ratios: Sequence[float]) -> List[str
   if not total:
     return []
   empty = [
-      f"{split} split is empty (ratio {ratio:g}): the {repositories} repositories with kept "
-      f"files cannot fill every split of non-zero ratio; add repositories, or leave it out "
-      f"with --ratios={ratios_text(without_split(ratios, split))}"
+      f"{split} split is empty (ratio {ratio:g}; {repositories} repositories with kept files "
+      f"in all): add repositories, or leave it out with "
+      f"--ratios={ratios_text(without_split(ratios, split))}"
       for split, ratio in zip(SPLITS, ratios) if ratio > 0 and not splits[split]["files"]]
   return empty or [
       f"{split} split holds {100 * splits[split]['files'] / total:.1f}% of the kept files "
