@@ -1,22 +1,30 @@
-"""Does the model learn? The dev model after a fixed number of steps, against two baselines.
+"""Does the model learn? The dev model after a budget of token positions, against a plain GPT
+given the same, and two baselines.
 
 1. Trains the dev model (models/shared-prefix_lm_dev.gin, the `flcc_python` mixture) through
-   mesh_transformer_main for --steps steps (a budget in steps, so that figures compare across
-   machines; the wall time is reported beside them).
+   mesh_transformer_main for --tokens token positions (rows x (inputs + targets) a step; a
+   budget in positions, so that figures compare across machines and recipes; the wall time
+   is reported beside them), or --steps steps.
 2. Full-line eval of that checkpoint (eval_full_line.gin, greedy) on the first --examples
    examples of the validation split: repositories that training never saw.
 3. On exactly those examples, two baselines (code_t5/baselines.py, as `make smoke` shows them):
      * a token 4-gram completer counted on the train split, with the same vocabulary;
      * "copy the earlier line of the same file that best matches what is typed", once from
        the whole file and once from only the lines the model reads (its input window).
-4. Every full-line metric of each, ours and CodeXGLUE's (code_t5/metrics.py), the model's
-   lead over each baseline with a paired bootstrap 95% interval, and every example with all
-   completions in <model_dir>/learning_examples.jsonl.
+4. The peer (scripts/gpt_peer.py): Hugging Face's GPT2LMHeadModel with the dev model's
+   width, depth, heads and vocabulary, trained as a causal LM on the same train split for the
+   same steps of as many token positions (AdamW, warm-up, cosine decay), then completing the
+   same examples from the same input window, greedily to the line end (`--no_peer` skips it;
+   its checkpoint, <model_dir>/peer/peer.pt, lets --resume continue it too).
+5. Every full-line metric of each, ours and CodeXGLUE's (code_t5/metrics.py), the model's
+   lead over the peer and each baseline with a paired bootstrap 95% interval, the copy probe
+   (of the lines that stand verbatim earlier in the model's window, the share each completes
+   exactly), and every example with all completions in <model_dir>/learning_examples.jsonl.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
-  .venv/bin/python scripts/bench_learning.py --steps=2500 --json=bench_learning.json
-  .venv/bin/python scripts/bench_learning.py --steps=2500 --resume ...  # after an interruption
+  .venv/bin/python scripts/bench_learning.py --tokens=12800000 --json=bench_learning.json
+  .venv/bin/python scripts/bench_learning.py --tokens=12800000 --resume ...  # after a stop
 """
 
 import argparse
@@ -29,8 +37,9 @@ import time
 
 import numpy as np
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command
 MODEL_GIN = "models/shared-prefix_lm_dev.gin"
+LENGTHS_GIN = "sequence_lengths/dev.gin"  # what MODEL_GIN trains on: rows and lengths
 TRAIN_MIXTURE = "flcc_python"
 EVAL_TASK = "flcc_python_full_line"
 
@@ -121,6 +130,49 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params):
       sys.exit(f"bench_learning: eval failed; see {log_path}")
 
 
+def positions_per_step():
+  """(rows, inputs + targets) of a dev model step, from LENGTHS_GIN."""
+  literals = gin_literals(LENGTHS_GIN)
+  method, rows = literals["utils.run.batch_size"]
+  assert method == "sequences_per_batch", literals
+  return rows, sum(literals["utils.run.sequence_length"].values())
+
+
+def copy_probe(windows, targets, completions):
+  """Of the examples whose whole line (typed + target) stands verbatim on an earlier line of
+  the model's window, how many, and the share of them each completer completes exactly."""
+  probe = []
+  for i, (window, target) in enumerate(zip(windows, targets)):
+    *earlier, typed = window.split("\n")
+    if target and typed + target in (line.rstrip("\r") for line in earlier):
+      probe.append(i)
+  return {"examples": len(probe),
+          "exact": {name: (100.0 * sum(preds[i] == targets[i] for i in probe) / len(probe)
+                           if probe else None) for name, preds in completions.items()}}
+
+
+def train_peer(model_dir, steps, task_name):
+  """(peer, vocabulary, newline id, losses, wall seconds): the GPT peer trained on the Task's
+  train split for `steps` steps as long as the model's (resumed from <model_dir>/peer/peer.pt
+  if there)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  import gpt_peer  # pylint: disable=g-import-not-at-top
+  from code_t5 import baselines  # pylint: disable=g-import-not-at-top
+  from code_t5.vocabulary import newline_id  # pylint: disable=g-import-not-at-top
+  task = seqio.get_mixture_or_task(task_name)
+  vocab = task.output_features["targets"].vocabulary
+  texts = [ex["content"].decode("utf-8") for ex in
+           task.source.get_dataset(split="train", shuffle=False).as_numpy_iterator()]
+  rows, context = positions_per_step()
+  config = gpt_peer.PeerConfig(rows=rows, context=context)
+  print(f"training the GPT peer for {steps} steps of {rows} x {context} tokens ...",
+        file=sys.stderr, flush=True)
+  peer, losses, wall = gpt_peer.train(gpt_peer.token_stream(texts, vocab), vocab.vocab_size,
+                                      steps, config, log_every=50,
+                                      checkpoint=os.path.join(model_dir, "peer", "peer.pt"))
+  return peer, vocab, newline_id(vocab), losses, wall
+
+
 def per_example(targets, predictions):
   """Exact match and edit similarity (0..100) of each example, for the bootstrap."""
   from code_t5 import metrics  # pylint: disable=g-import-not-at-top
@@ -141,7 +193,11 @@ def bootstrap_lead(ours, theirs, seed=0, rounds=2000):
 def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--steps", type=int, default=2500, help="training budget, in steps")
+  parser.add_argument("--tokens", type=int, default=12_800_000,
+                      help="training budget in token positions, the same for the model and "
+                           "the peer (rows x (inputs + targets) a step, padding included)")
+  parser.add_argument("--steps", type=int, default=None, help="the budget in steps instead")
+  parser.add_argument("--no_peer", action="store_true", help="leave out the GPT peer")
   parser.add_argument("--examples", type=int, default=1024,
                       help="validation examples to score (-1: all)")
   parser.add_argument("--data_dir", default=DEV_TFDS)
@@ -157,6 +213,8 @@ def main():
                       help="gin bindings for training and eval")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
+  rows, context = positions_per_step()
+  args.steps = args.steps or -(-args.tokens // (rows * context))
 
   budget, train_wall = args.steps, None
   if args.eval_only:
@@ -180,10 +238,25 @@ def main():
   print("the baselines on the same examples ...", file=sys.stderr, flush=True)
   report = baselines.compare(args.model_dir, EVAL_TASK)
   completions, targets = report["completions"], report["targets"]
+  features = seqio.get_mixture_or_task(EVAL_TASK).output_features
+  windows = [baselines.model_window(prefix, features["inputs"], report["input_length"])
+             for prefix, _ in baselines.task_examples(EVAL_TASK, "validation", len(targets))]
+  peer_wall = None
+  if not args.no_peer:
+    import gpt_peer  # pylint: disable=g-import-not-at-top
+    peer, vocab, newline, _, peer_wall = train_peer(args.model_dir, step, EVAL_TASK)
+    print("the peer on the same examples ...", file=sys.stderr, flush=True)
+    completions["peer"] = gpt_peer.complete(peer, vocab, windows, newline,
+                                             max_new=summaries.run_bindings(args.model_dir)
+                                             ["sequence_length"]["targets"])
+    report["metrics"] = {"model": report["metrics"]["model"],
+                         "peer": baselines.score(targets, completions["peer"]),
+                         **{k: v for k, v in report["metrics"].items() if k != "model"}}
   per = {name: per_example(targets, preds) for name, preds in completions.items()}
-  leads = {baseline: {metric: bootstrap_lead(per["model"][metric], per[baseline][metric])
-                      for metric in ("exact_match", "edit_similarity")}
-           for baseline in baselines.BASELINES}
+  leads = {other: {metric: bootstrap_lead(per["model"][metric], per[other][metric])
+                   for metric in ("exact_match", "edit_similarity")}
+           for other in completions if other != "model"}
+  probe = copy_probe(windows, targets, completions)
 
   with open(os.path.join(args.model_dir, "learning_examples.jsonl"), "w") as f:
     for i, target in enumerate(targets):
@@ -196,7 +269,14 @@ def main():
         f"positions trained; {len(targets)} validation examples (held-out repositories)")
   print(f"(copy-window: copy-line from only the model's {report['input_length']}-token input "
         "window; CXG: CodeXGLUE's definitions)")
+  if peer_wall is not None:
+    print(f"GPT peer: {step} steps of {rows} x {context} token positions, "
+          f"{peer_wall / 60:.1f} min of training")
   print(baselines.table(report))
+  shares = ", ".join(f"{name} {share:.0f}%" for name, share in probe["exact"].items()
+                     if share is not None)
+  print(f"copy probe: {probe['examples']} lines stand verbatim earlier in the model's window"
+        + (f"; completed exactly: {shares}" if shares else ""))
   for baseline, by_metric in leads.items():
     for metric, lead in by_metric.items():
       print(f"model - {baseline:<11} {metric:<15} {lead['lead']:+6.2f} points "
@@ -206,7 +286,7 @@ def main():
          "examples": len(targets), "split": "validation", "ngram": report["ngram"],
          "copy_window_tokens": report["input_length"], "metric_names":
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
-         "model_lead": leads}
+         "model_lead": leads, "copy_probe": probe, "peer_train_wall_s": peer_wall}
   if args.json:
     with open(args.json, "w") as f:
       json.dump(out, f, indent=2)
