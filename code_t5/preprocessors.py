@@ -49,19 +49,36 @@ def full_line_cursors(content, seed, examples_per_file, start_of_line_rate=0.5):
   return start + column, end - column
 
 
+FRESH_CURSORS = "fresh_cursors"
+
+
+def mark_fresh_cursors(dataset, fresh):
+  """Tells `full_line_examples` to draw new cursors in each file on every pass (`fresh`, a
+  training read) or to keep each file's fixed ones. A mark, not a draw: seqio caches a small
+  source in memory before it repeats it, so a draw made here would be made once."""
+  return dataset.map(lambda example: {**example, FRESH_CURSORS: tf.constant(fresh)})
+
+
 def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, seed=0,
                        content_key="content", id_key="sha"):
   """Each file -> examples {inputs: code before the cursor, targets: rest of the line}.
 
   Cursors are a pure function of the file's id and `seed`, so every split -- validation and
-  test in particular -- gives the same examples on every run. The inputs are the whole file
+  test in particular -- gives the same examples on every run; a file marked FRESH_CURSORS
+  (`mark_fresh_cursors`) gets new ones on every pass instead. The inputs are the whole file
   before the cursor; `truncate_inputs_at_line` cuts them to length after tokenization.
   """
-  def make_examples(example):
+  # Drawn again on every pass over the dataset (seqio repeats after the preprocessors that
+  # precede its cache placeholder, this one among them).
+  draws = tf.data.Dataset.random(rerandomize_each_iteration=True).map(
+      lambda draw: tf.cast(draw % (2**31 - 1), tf.int32))
+
+  def make_examples(example, draw):
     content = example[content_key]
+    fresh = example.get(FRESH_CURSORS, tf.constant(False))
     file_seed = tf.stack([
         tf.cast(tf.strings.to_hash_bucket_fast(example[id_key], 2**31 - 1), tf.int32),
-        tf.constant(seed, tf.int32)])
+        tf.constant(seed, tf.int32) + tf.where(fresh, draw, 0)])
     cursor, rest = full_line_cursors(content, file_seed, examples_per_file,
                                      start_of_line_rate)
     contents = tf.fill(tf.shape(cursor), content)
@@ -70,7 +87,8 @@ def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, see
                                     unit="UTF8_CHAR"),
         "targets": tf.strings.substr(contents, cursor, rest, unit="UTF8_CHAR"),
     }
-  return dataset.map(make_examples, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+  return tf.data.Dataset.zip((dataset, draws)).map(
+      make_examples, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
 
 
 def left_truncate_at_line(tokens, max_length, newline_id):

@@ -66,10 +66,15 @@ class FlccSource(seqio.TfdsDataSource):
     built = self.tfds_dataset.info.splits
     return tuple(s for s in flcc.SPLITS if s in built and built[s].num_examples) or flcc.SPLITS
 
-  def get_dataset(self, split="train", *args, **kwargs):
+  def get_dataset(self, split="train", shuffle=True, seed=None, shard_info=None, **kwargs):
     if split not in self.splits:
       raise flcc.MissingSplitError(self.missing_split_message(split))
-    return super().get_dataset(split, *args, **kwargs)
+    dataset = super().get_dataset(split, shuffle=shuffle, seed=seed, shard_info=shard_info,
+                                  **kwargs)
+    # A shuffled read is training's: it meets new full-line cursors on every pass. Every other
+    # read (eval, baselines, the cache job) gets each file's fixed cursors.
+    return preprocessors.mark_fresh_cursors(
+        dataset, fresh=shuffle and full_line_options()["fresh_train_cursors"])
 
   def missing_split_message(self, split: str) -> str:
     return flcc_builder.missing_split_message(vocabulary.tfds_data_dir(), self.language, split)
@@ -110,14 +115,19 @@ def eval_dataset_fn(mixture_or_task_name, sequence_length, dataset_split, vocabu
 
 
 @gin.configurable(module="code_t5")
-def full_line_options(examples_per_file=8, start_of_line_rate=0.5, seed=0):
-  """How many cursors per file, and where: a gin hook for `full_line_examples`."""
+def full_line_options(examples_per_file=8, start_of_line_rate=0.5, seed=0,
+                      fresh_train_cursors=True):
+  """How many cursors per file, and where: a gin hook for `full_line_examples`. With
+  `fresh_train_cursors`, training draws new cursors in each file on every pass (the source's
+  shuffled reads); False trains on each file's fixed cursors, the ones eval reads."""
   return dict(examples_per_file=examples_per_file, start_of_line_rate=start_of_line_rate,
-              seed=seed)
+              seed=seed, fresh_train_cursors=fresh_train_cursors)
 
 
 def _full_line_examples(dataset):
-  return preprocessors.full_line_examples(dataset, **full_line_options())
+  options = full_line_options()
+  del options["fresh_train_cursors"]  # FlccSource's
+  return preprocessors.full_line_examples(dataset, **options)
 
 
 @gin.configurable(module="code_t5")

@@ -1,5 +1,6 @@
 """The registered seqio Tasks on the fixture dataset: real TFDS data, real vocabulary."""
 
+import collections
 import json
 
 import gin
@@ -145,6 +146,32 @@ def test_the_task_infer_score_export_and_baselines_read_the_same_window(data_dir
     assert prefix.endswith(window)
     cut += window != prefix
   assert cut, "no example was long enough to be cut: the test checks nothing"
+
+
+def _cursor_counts(passes, **gin_bindings):
+  """How often each full-line example (its inputs and targets) comes up in `passes` shuffled
+  passes over the train split, as training reads it."""
+  task = seqio.get_mixture_or_task("flcc_python_full_line")
+  with gin.unlock_config():
+    for name, value in gin_bindings.items():
+      gin.bind_parameter(name, value)
+  try:
+    ds = task.get_dataset({"inputs": 512, "targets": 64}, split="train", shuffle=True,
+                          num_epochs=passes, seed=3)
+    return collections.Counter((e["inputs"].tobytes(), e["targets"].tobytes())
+                               for e in ds.as_numpy_iterator())
+  finally:
+    gin.clear_config()
+
+
+def test_training_meets_new_cursors_on_every_pass(data_dir_override):
+  fixed = _cursor_counts(2, **{"code_t5.full_line_options.fresh_train_cursors": False})
+  assert set(fixed.values()) == {2}, "fixed cursors: each example once a pass"
+  fresh = _cursor_counts(2)
+  per_pass = sum(fresh.values()) / 2
+  assert per_pass == len(fixed)
+  # Two passes of 8 fresh cursors a file: most examples are new in the second.
+  assert len(fresh) > 1.5 * per_pass, (len(fresh), per_pass)
 
 
 def test_validation_examples_are_deterministic(data_dir_override):
