@@ -125,20 +125,29 @@ def copy_similar_line(prefix: str) -> str:
 
 # --- the model against the baselines, on the examples of its latest full-line eval ---------
 
-def eval_outputs(model_dir: str, task: str, split: str = "validation"):
-  """(step, targets, predictions) of the latest eval of `task` in `model_dir`."""
+def eval_steps(model_dir: str, task: str, split: str = "validation") -> List[int]:
+  """The checkpoint steps whose full-line eval of `task` is in `model_dir`, in order."""
   from code_t5 import files  # pylint: disable=g-import-not-at-top
   prefix = os.path.join(model_dir, f"{split}_eval", task)
-  steps = sorted(int(path[len(prefix) + 1:-len("_predictions")])
-                 for path in files.glob(f"{prefix}_*_predictions")
-                 if path[len(prefix) + 1:-len("_predictions")].isdigit())
-  if not steps:
-    raise FileNotFoundError(f"{prefix}_<step>_predictions: no full-line eval of {task} in "
-                            f"{model_dir}; run eval_full_line.gin first")
+  return sorted(int(path[len(prefix) + 1:-len("_predictions")])
+                for path in files.glob(f"{prefix}_*_predictions")
+                if path[len(prefix) + 1:-len("_predictions")].isdigit())
+
+
+def eval_outputs(model_dir: str, task: str, split: str = "validation", step=None):
+  """(step, targets, predictions) of the eval of `task` in `model_dir` at `step` (default:
+  the latest)."""
+  from code_t5 import files  # pylint: disable=g-import-not-at-top
+  prefix = os.path.join(model_dir, f"{split}_eval", task)
+  steps = eval_steps(model_dir, task, split)
+  if not steps or (step is not None and step not in steps):
+    raise FileNotFoundError(f"{prefix}_{step or '<step>'}_predictions: no full-line eval of "
+                            f"{task} in {model_dir}; run eval_full_line.gin first")
+  step = steps[-1] if step is None else step
 
   def lines(path):
     return files.read_text(path).split("\n")[:-1]
-  return steps[-1], lines(f"{prefix}_targets"), lines(f"{prefix}_{steps[-1]}_predictions")
+  return step, lines(f"{prefix}_targets"), lines(f"{prefix}_{step}_predictions")
 
 
 def task_examples(task_name: str, split: str, num: int) -> List[Tuple[str, str]]:

@@ -118,11 +118,13 @@ def recorded_training(parts):
   return parts[-1]["to_step"], sum(part["wall_s"] for part in parts)
 
 
-def evaluate(model_dir, data_dir, examples, gin_files, gin_params):
-  """Greedy full-line eval of the last checkpoint (written to <model_dir>/validation_eval)."""
+def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_steps):
+  """Greedy full-line eval of the checkpoints nearest `checkpoint_steps`, in one launch
+  (written to <model_dir>/validation_eval)."""
   cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files, "eval_full_line.gin"],
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
-                           f"EVAL_EXAMPLES = {examples}"])
+                           f"EVAL_EXAMPLES = {examples}",
+                           f"CHECKPOINT_STEP = {list(checkpoint_steps)}"])
   log_path = os.path.join(model_dir, "eval.log")
   with open(log_path, "w") as log:
     if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
@@ -151,10 +153,15 @@ def copy_probe(windows, targets, completions):
                            if probe else None) for name, preds in completions.items()}}
 
 
-def train_peer(model_dir, steps, task_name):
+def curve_steps(steps, points):
+  """The steps of the learning curve: `points` evenly spaced, the last one `steps`."""
+  return sorted({max(1, round(steps * i / points)) for i in range(1, points + 1)})
+
+
+def train_peer(model_dir, steps, task_name, at_steps=(), on_step=None):
   """(peer, vocabulary, newline id, losses, wall seconds): the GPT peer trained on the Task's
   train split for `steps` steps as long as the model's (resumed from <model_dir>/peer/peer.pt
-  if there)."""
+  if there); `on_step(step, peer, vocabulary, newline id)` at each of `at_steps`."""
   import seqio  # pylint: disable=g-import-not-at-top
   import gpt_peer  # pylint: disable=g-import-not-at-top
   from code_t5 import baselines  # pylint: disable=g-import-not-at-top
@@ -167,10 +174,32 @@ def train_peer(model_dir, steps, task_name):
   config = gpt_peer.PeerConfig(rows=rows, context=context)
   print(f"training the GPT peer for {steps} steps of {rows} x {context} tokens ...",
         file=sys.stderr, flush=True)
-  peer, losses, wall = gpt_peer.train(gpt_peer.token_stream(texts, vocab), vocab.vocab_size,
-                                      steps, config, log_every=50,
-                                      checkpoint=os.path.join(model_dir, "peer", "peer.pt"))
+  peer, losses, wall = gpt_peer.train(
+      gpt_peer.token_stream(texts, vocab), vocab.vocab_size, steps, config, log_every=50,
+      checkpoint=os.path.join(model_dir, "peer", "peer.pt"), at_steps=at_steps,
+      on_step=on_step and (lambda step, model: on_step(step, model, vocab, newline_id(vocab))))
   return peer, vocab, newline_id(vocab), losses, wall
+
+
+def plot_curve(curve, baseline_metrics, path):
+  """Edit similarity (ours, CodeXGLUE's) against token positions for the model and the peer,
+  the baselines as lines: a PNG at `path`."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+  for ax, metric, title in zip(axes, ("edit_similarity", "codexglue_edit_similarity"),
+                               ("edit similarity (ours)", "edit similarity (CodeXGLUE)")):
+    for name, points in curve.items():
+      ax.plot([p["token_positions"] / 1e6 for p in points], [p[metric] for p in points],
+              marker="o", label=name)
+    for (name, scores), style in zip(baseline_metrics.items(), (":", "--", "-.")):
+      ax.axhline(scores[metric], linestyle=style, color="grey", label=name)
+    ax.set(title=title, xlabel="token positions trained (millions)")
+    ax.grid(alpha=0.3)
+  axes[0].legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
 
 
 def per_example(targets, predictions):
@@ -198,6 +227,9 @@ def main():
                            "the peer (rows x (inputs + targets) a step, padding included)")
   parser.add_argument("--steps", type=int, default=None, help="the budget in steps instead")
   parser.add_argument("--no_peer", action="store_true", help="leave out the GPT peer")
+  parser.add_argument("--curve", type=int, default=4,
+                      help="points of the learning curve: the model and the peer are scored "
+                           "at that many evenly spaced steps, the last at the budget")
   parser.add_argument("--examples", type=int, default=1024,
                       help="validation examples to score (-1: all)")
   parser.add_argument("--data_dir", default=DEV_TFDS)
@@ -227,8 +259,10 @@ def main():
   step = last_checkpoint_step(args.model_dir)
   if step is None:
     sys.exit(f"bench_learning: no checkpoint in {args.model_dir}")
-  print(f"full-line eval of step {step} ...", file=sys.stderr, flush=True)
-  evaluate(args.model_dir, args.data_dir, args.examples, args.gin_file, args.gin_param)
+  at_steps = curve_steps(step, args.curve)
+  print(f"full-line eval of steps {at_steps} ...", file=sys.stderr, flush=True)
+  evaluate(args.model_dir, args.data_dir, args.examples, args.gin_file, args.gin_param,
+           at_steps)
 
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import seqio  # pylint: disable=g-import-not-at-top
@@ -241,14 +275,42 @@ def main():
   features = seqio.get_mixture_or_task(EVAL_TASK).output_features
   windows = [baselines.model_window(prefix, features["inputs"], report["input_length"])
              for prefix, _ in baselines.task_examples(EVAL_TASK, "validation", len(targets))]
+  positions = rows * context
+
+  def curve_point(at, predictions):
+    return {"step": at, "token_positions": at * positions,
+            **baselines.score(targets, predictions)}
+  curve = {"model": []}
+  for at in baselines.eval_steps(args.model_dir, EVAL_TASK):
+    if at <= step:
+      _, eval_targets, predictions = baselines.eval_outputs(args.model_dir, EVAL_TASK,
+                                                            step=at)
+      if eval_targets == targets:
+        curve["model"].append(curve_point(at, predictions))
   peer_wall = None
   if not args.no_peer:
     import gpt_peer  # pylint: disable=g-import-not-at-top
-    peer, vocab, newline, _, peer_wall = train_peer(args.model_dir, step, EVAL_TASK)
-    print("the peer on the same examples ...", file=sys.stderr, flush=True)
-    completions["peer"] = gpt_peer.complete(peer, vocab, windows, newline,
-                                             max_new=summaries.run_bindings(args.model_dir)
-                                             ["sequence_length"]["targets"])
+    max_new = summaries.run_bindings(args.model_dir)["sequence_length"]["targets"]
+    # The peer's points, kept across a --resume as its checkpoint is.
+    peer_curve_path = os.path.join(args.model_dir, "peer", "curve.json")
+    peer_completions = {}
+    if os.path.exists(peer_curve_path):
+      with open(peer_curve_path) as f:
+        peer_completions = {int(k): v for k, v in json.load(f).items()}
+
+    def score_peer(at, model, vocab, newline):
+      print(f"the peer at step {at} on the same examples ...", file=sys.stderr, flush=True)
+      peer_completions[at] = gpt_peer.complete(model, vocab, windows, newline, max_new)
+      with open(peer_curve_path + ".tmp", "w") as f:
+        json.dump(peer_completions, f)
+      os.replace(peer_curve_path + ".tmp", peer_curve_path)
+    peer, vocab, newline, _, peer_wall = train_peer(args.model_dir, step, EVAL_TASK,
+                                                    at_steps, score_peer)
+    if step not in peer_completions:
+      score_peer(step, peer, vocab, newline)
+    curve["peer"] = [curve_point(at, peer_completions[at]) for at in sorted(peer_completions)
+                     if at in at_steps]
+    completions["peer"] = peer_completions[step]
     report["metrics"] = {"model": report["metrics"]["model"],
                          "peer": baselines.score(targets, completions["peer"]),
                          **{k: v for k, v in report["metrics"].items() if k != "model"}}
@@ -286,7 +348,17 @@ def main():
          "examples": len(targets), "split": "validation", "ngram": report["ngram"],
          "copy_window_tokens": report["input_length"], "metric_names":
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
-         "model_lead": leads, "copy_probe": probe, "peer_train_wall_s": peer_wall}
+         "model_lead": leads, "copy_probe": probe, "peer_train_wall_s": peer_wall,
+         "curve": curve}
+  baseline_metrics = {name: report["metrics"][name] for name in baselines.BASELINES}
+  curve_png = (os.path.splitext(args.json)[0] if args.json else
+               os.path.join(args.model_dir, "learning")) + "_curve.png"
+  plot_curve(curve, baseline_metrics, curve_png)
+  for name, points in curve.items():
+    print(f"curve, {name:<5} " + "  ".join(
+        f"{p['token_positions'] / 1e6:.1f}M: {p['edit_similarity']:.2f} "
+        f"({p['codexglue_edit_similarity']:.2f})" for p in points))
+  print(f"learning curve (edit similarity, CodeXGLUE's in brackets): {curve_png}")
   if args.json:
     with open(args.json, "w") as f:
       json.dump(out, f, indent=2)

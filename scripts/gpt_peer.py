@@ -67,13 +67,16 @@ def build(vocab_size: int, config: PeerConfig):
 
 
 def train(stream: np.ndarray, vocab_size: int, steps: int, config: PeerConfig = PeerConfig(),
-          log_every: int = 0, checkpoint: str = "", save_every: int = 100):
+          log_every: int = 0, checkpoint: str = "", save_every: int = 100,
+          at_steps: Sequence[int] = (), on_step=None):
   """(model, losses per step, wall seconds) after `steps` steps of `rows` random windows.
 
   With `checkpoint` (a file path), the state is saved there every `save_every` steps and at
   the end, whole or not at all, and a training found there continues from its step: the
   losses and the wall time add up over its parts, and the windows are those an uninterrupted
-  run would have drawn.
+  run would have drawn. `on_step(step, model)` is called after each step of `at_steps` that
+  this part trains (the model in eval mode; its time is not counted as training's), before
+  that step's checkpoint.
   """
   import torch  # pylint: disable=g-import-not-at-top
   torch.set_num_threads(os.cpu_count())
@@ -120,6 +123,11 @@ def train(stream: np.ndarray, vocab_size: int, steps: int, config: PeerConfig = 
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     losses.append(loss.item())
+    if on_step and step + 1 in at_steps:
+      paused = time.perf_counter()
+      on_step(step + 1, model.eval())
+      model.train()
+      start += time.perf_counter() - paused
     if log_every and (step + 1) % log_every == 0:
       print(f"peer: step {step + 1}/{steps} | loss {np.mean(losses[-log_every:]):.3f} | "
             f"{(step + 1 - first) / (time.perf_counter() - start):.2f} steps/s", flush=True)
