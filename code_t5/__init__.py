@@ -39,7 +39,7 @@ if errors.running_entry_point():
   from code_t5 import files  # noqa: E402
   files.check_path_flags()  # before t5 makes --model_dir: see files.py
 
-from code_t5 import decoding  # noqa: E402,F401  (gin: code_t5.prefix_lm_beam_search)
+from code_t5 import decoding  # noqa: E402,F401  (gin: code_t5.prefix_lm_beam_search, greedy_decode)
 from code_t5 import export  # noqa: E402,F401  (gin: code_t5.register_serving_task)
 from code_t5 import infer  # noqa: E402,F401  (gin: code_t5.complete_lines_from_file)
 from code_t5 import score  # noqa: E402,F401  (gin: code_t5.completions_dataset_fn, ...)

@@ -97,6 +97,18 @@ class NgramCompleter:
     return out
 
 
+def read_as_the_run(model_dir: str) -> None:
+  """Binds here what the run's model reads of a prefix (`code_t5.inputs_delimiter`, from its
+  operative_config.gin), so that `model_window` is its window."""
+  import gin  # pylint: disable=g-import-not-at-top
+  from code_t5 import files, summaries  # pylint: disable=g-import-not-at-top
+  path = os.path.join(model_dir, "operative_config.gin")
+  eos = (summaries.literal_bindings(path).get("code_t5.inputs_delimiter.eos", True)
+         if files.exists(path) else True)
+  with gin.unlock_config():
+    gin.bind_parameter("code_t5.inputs_delimiter.eos", eos)
+
+
 def model_window(prefix: str, feature, input_length: int) -> str:
   """What the model reads of `prefix`, as text: `preprocessors.inputs_window` of the Task's
   "inputs" `feature` at `input_length`."""
@@ -209,6 +221,7 @@ def compare(model_dir: str, task_name: str, split: str = "validation") -> dict:
     raise ValueError(f"{model_dir}: the eval's targets are not the first {len(targets)} "
                      f"examples of {task_name}'s {split} split (another data dir?)")
   lengths = summaries.run_bindings(model_dir).get("sequence_length") or {}
+  read_as_the_run(model_dir)
   if "inputs" not in lengths:
     raise ValueError(f"{model_dir}/operative_config.gin: no utils.run.sequence_length")
   ngram, train_files, train_tokens = fit_ngram(task_name)

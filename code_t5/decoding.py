@@ -1,4 +1,4 @@
-"""Beam search for the shared prefix LM: the rest of the line, continued from the code prefix.
+"""Decoding the rest of the line from the code prefix: beam search, and greedy for a causal model.
 
 mesh-tf's `Unitransformer.beam_search` raises NotImplementedError when `input_full_attention`
 is on (our prefix LM), because it only decodes from position 0. Here the prefix is read once,
@@ -7,7 +7,12 @@ exactly as `Unitransformer.sample_autoregressive` reads it for greedy decoding, 
 search writes sequence position `len(prefix) + i`, which differs per example.
 
 Use it through `utils.run.predict_fn` (gin_configs/beam_search.gin); it serves the infer,
-eval and export_infer modes alike.
+eval and export_infer modes alike. `greedy_decode` is mesh-tf's own greedy decoding behind the
+same hook (models/causal.gin sets it).
+
+Both read the inputs through `served_inputs`: mesh-tf's export appends an EOS to every request
+(`dataset.encode_all_features`), which is the prefix LM's delimiter but no part of what a
+causal model reads (`code_t5.inputs_delimiter`).
 """
 
 import gin
@@ -15,7 +20,27 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
 import tensorflow.compat.v1 as tf
 
+from code_t5 import preprocessors
 from code_t5.vocabulary import EOS_ID
+
+
+def served_inputs(inputs):
+  """`inputs` as the model reads them: without EOS when it reads no delimiter (an EOS is never
+  a token of the text itself, so the only one there is the one mesh-tf's export appends)."""
+  if preprocessors.inputs_delimiter():
+    return inputs
+  return inputs * mtf.to_int32(mtf.not_equal(inputs, EOS_ID))
+
+
+@gin.configurable(module="code_t5")
+def greedy_decode(model, features, variable_dtype):
+  """`predict_fn` for utils.run: what mesh-tf's PREDICT mode does for a Unitransformer
+  (sample_autoregressive, with the settings the mode file gives it) from `served_inputs`."""
+  inputs = served_inputs(features["inputs"])
+  targets_length = gin.query_parameter("utils.run.sequence_length")["targets"]
+  inputs = mtf.pad(inputs, [0, targets_length], inputs.shape.dims[-1].name)
+  return model.sample_autoregressive(inputs, variable_dtype=variable_dtype,
+                                     remove_partial_sequences=True)
 
 
 @gin.configurable(module="code_t5")
@@ -25,7 +50,8 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
 
   Args:
     model: the delimited_lm `Unitransformer` (input_full_attention on or off).
-    features: {"inputs": [batch, length]}: "<prefix tokens> EOS", then zeros.
+    features: {"inputs": [batch, length]}: the prefix's tokens (with the EOS that delimits
+      them, if the model reads one), then zeros.
     variable_dtype: an mtf.VariableDType.
     beam_size: hypotheses kept per prefix.
     alpha: length penalty exponent, ((5 + length) / 6) ** alpha (GNMT); 0 compares total
@@ -40,7 +66,7 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   if not isinstance(model, transformer.Unitransformer):
     raise ValueError("code_t5.prefix_lm_beam_search decodes the prefix LM (delimited_lm); "
                      "for the bitransformer set Bitransformer.decode.beam_size instead")
-  inputs = features["inputs"]
+  inputs = served_inputs(features["inputs"])
   batch_dim, length_dim = inputs.shape.dims
   mesh = inputs.mesh
   beam_dim = mtf.Dimension("beam", beam_size)
@@ -69,11 +95,11 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
       constant_states=[], write_priority=priority, read_priority=priority, inputs=sequence)
   with tf.variable_scope(model.name):
     model._call_internal(first_part, transformer.autoregressive_inputs(sequence))  # pylint: disable=protected-access
-  last_prefix_token = mtf.gather(sequence, prefix_length - 1, sequence_dim)  # the EOS
+  last_prefix_token = mtf.gather(sequence, prefix_length - 1, sequence_dim)  # EOS, if delimited
 
   def logits_fn(step, continuation, states):
     """Logits for sequence position len(prefix) + step, given the continuation so far."""
-    # At step 0 the one-hot of index -1 is all zeros: the input is the prefix's final EOS.
+    # At step 0 the one-hot of index -1 is all zeros: the input is the prefix's last token.
     previous = mtf.gather(continuation, step - 1, decode_dim)
     token = previous + last_prefix_token * mtf.to_int32(mtf.equal(step, 0))
     position = prefix_length + step

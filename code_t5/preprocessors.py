@@ -4,7 +4,9 @@ Positions are counted in UTF-8 characters (`unit="UTF8_CHAR"`), never bytes, so 
 never falls inside a multi-byte character and inputs + targets is always a piece of the file.
 """
 
+import gin
 import seqio
+import t5.data.preprocessors as t5_preprocessors
 import tensorflow.compat.v2 as tf
 
 from code_t5 import vocabulary
@@ -104,45 +106,119 @@ def left_truncate_at_line(tokens, max_length, newline_id):
   return tokens[excess + offset:]
 
 
-def inputs_window(prefix_ids, input_length, newline_id):
-  """What the model reads of a prefix: its ids cut to leave room for the EOS that ends them.
+@gin.configurable(module="code_t5")
+def inputs_delimiter(eos=True):
+  """Whether an EOS ends the code the model reads, before what it is to predict.
 
-  The one place the rule lives: the inputs hold `input_length` less the EOS, and are cut on
-  the left at a line start (`left_truncate_at_line`). The Task (`truncate_inputs_at_line`),
-  infer and score (`prefix_inputs`), the export's serving vocabulary and the baselines'
-  `model_window` all call it, so training and serving read the same window.
+  True for the prefix LM (models/shared-prefix_lm.gin): mesh-tf's delimited_lm finds the
+  inputs, for full attention and for a loss on the targets only, by counting EOS. False for a
+  causal LM (models/causal.gin), which reads a file as plain text: the rest of a line
+  follows the code before the cursor as it does in the file, and every position it trains on
+  is one it meets when it completes. Decided once, here; every reader of a prefix asks.
   """
-  return left_truncate_at_line(prefix_ids, input_length - 1, newline_id)
+  return eos
 
 
-def with_eos_padded(ids, length):
-  """`ids` + EOS, then zeros to `length`: a static shape, for the Estimator's input_fn."""
-  ids = tf.concat([ids, [vocabulary.EOS_ID]], axis=0)
+def inputs_window(prefix_ids, input_length, newline_id):
+  """What the model reads of a prefix: its ids cut to leave room for the delimiter.
+
+  The one place the rule lives: the inputs hold `input_length` less the EOS that ends them
+  (`inputs_delimiter`), and are cut on the left at a line start (`left_truncate_at_line`).
+  The Tasks (`truncate_inputs_at_line`, `lm_windows`), infer and score (`prefix_inputs`), the
+  export's serving vocabulary and the baselines' `model_window` all call it, so training and
+  serving read the same window.
+  """
+  return left_truncate_at_line(prefix_ids, input_length - int(inputs_delimiter()), newline_id)
+
+
+def delimited(window):
+  """`window` and the EOS after it, when the model reads one (`inputs_delimiter`)."""
+  if not inputs_delimiter():
+    return window
+  return tf.concat([window, tf.constant([vocabulary.EOS_ID], window.dtype)], axis=0)
+
+
+def padded(ids, length):
+  """`ids`, then zeros to `length`: a static shape, for the Estimator's input_fn."""
   return tf.reshape(tf.pad(ids, [[0, length - tf.size(ids)]]), [length])
 
 
+def with_eos_padded(ids, length):
+  """`ids` + EOS, then zeros to `length`."""
+  return padded(tf.concat([ids, [vocabulary.EOS_ID]], axis=0), length)
+
+
 def prefix_inputs(prefix_ids, input_length, newline_id):
-  """The model's "inputs" for a prefix outside the Task (infer, score): window, EOS, zeros."""
-  return with_eos_padded(inputs_window(prefix_ids, input_length, newline_id), input_length)
+  """The model's "inputs" for a prefix outside the Task (infer, score): window, delimiter,
+  zeros."""
+  return padded(delimited(inputs_window(prefix_ids, input_length, newline_id)), input_length)
+
+
+def _check_inputs_feature(output_features):
+  if output_features["inputs"].add_eos:
+    raise ValueError("the inputs' EOS is the delimiter's (code_t5.inputs_delimiter): their "
+                     "feature must have add_eos=False")
 
 
 def truncate_inputs_at_line(dataset, sequence_length, output_features):
-  """Cuts "inputs" to `inputs_window`; `append_eos_after_trim`, next, adds the EOS.
-
-  Must follow tokenization.
-  """
-  feature = output_features["inputs"]
-  if not feature.add_eos:
-    raise ValueError("the full-line inputs end in EOS: their feature must have add_eos=True")
-  line_break = vocabulary.newline_id(feature.vocabulary)
+  """Cuts "inputs" to `inputs_window` and delimits them (`delimited`). Must follow
+  tokenization; `append_eos_after_trim`, next, ends the targets."""
+  _check_inputs_feature(output_features)
+  line_break = vocabulary.newline_id(output_features["inputs"].vocabulary)
   input_length = sequence_length["inputs"]
 
   @seqio.map_over_dataset
   def truncate(example):
     example = dict(example)
-    example["inputs"] = inputs_window(example["inputs"], input_length, line_break)
+    example["inputs"] = delimited(inputs_window(example["inputs"], input_length, line_break))
     return example
   return truncate(dataset)
+
+
+def prefix_lm(dataset, sequence_length, output_features):
+  """t5's prefix_lm (chunks of the inputs' length, each split at random into a prefix and its
+  continuation) with room left for the delimiter, which it then adds. Must follow
+  tokenization; `append_eos_after_trim`, next, ends the targets."""
+  _check_inputs_feature(output_features)
+  room = {**sequence_length, "inputs": sequence_length["inputs"] - int(inputs_delimiter())}
+  dataset = t5_preprocessors.prefix_lm(dataset, room, output_features)
+  return dataset.map(lambda example: {**example, "inputs": delimited(example["inputs"])},
+                     num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def lm_windows(dataset, sequence_length, output_features):
+  """Each tokenized file (its "targets", EOS at its end) -> its tokens cut into consecutive
+  windows of the row's length, each split into {inputs: its start, targets: the rest}: a
+  causal LM over whole files, every position trained. Must follow tokenization and EOS.
+
+  A training read (marked FRESH_CURSORS) shifts the cut points by a draw made again on every
+  pass, so each pass meets new windows; every other read cuts at 0. A window shorter than the
+  row (a file's first or last) keeps at least one token on each side. Only for a causal model:
+  the prefix LM's delimited_lm counts EOS to find inputs, and these windows hold none between
+  an example's inputs and targets.
+  """
+  _check_inputs_feature(output_features)
+  if inputs_delimiter():
+    raise ValueError("the causal-LM Task (flcc_<lang>_lm) trains a causal model: compose "
+                     "models/causal.gin (code_t5.inputs_delimiter.eos = False)")
+  inputs_length, targets_length = sequence_length["inputs"], sequence_length["targets"]
+  window = inputs_length + targets_length
+  draws = tf.data.Dataset.random(rerandomize_each_iteration=True).map(
+      lambda draw: tf.cast(draw % window, tf.int32))
+
+  def windows(example, draw):
+    ids = example["targets"]
+    size = tf.size(ids)
+    shift = tf.where(example.get(FRESH_CURSORS, tf.constant(False)), draw, 0)
+    starts = tf.maximum(tf.range(-shift, size, window), 0)
+    ends = tf.minimum(tf.range(-shift, size, window) + window, size)
+    keep = ends - starts >= 2
+    starts, ends = tf.boolean_mask(starts, keep), tf.boolean_mask(ends, keep)
+    cuts = tf.clip_by_value(ends - targets_length, starts + 1, starts + inputs_length)
+    pieces = tf.data.Dataset.from_tensor_slices((starts, cuts, ends))
+    return pieces.map(lambda start, cut, end: {"inputs": ids[start:cut],
+                                               "targets": ids[cut:end]})
+  return tf.data.Dataset.zip((dataset, draws)).flat_map(windows)
 
 
 def cut_at_newline(text, example=None, is_target=False):
@@ -153,4 +229,6 @@ def cut_at_newline(text, example=None, is_target=False):
 
 @seqio.map_over_dataset
 def content_to_targets(example, content_key="content"):
-  return {"targets": example[content_key]}
+  """{"targets": the file}, and the read's FRESH_CURSORS mark when it has one."""
+  kept = {FRESH_CURSORS: example[FRESH_CURSORS]} if FRESH_CURSORS in example else {}
+  return {"targets": example[content_key], **kept}

@@ -26,6 +26,12 @@ def completions_dataset_fn(sequence_length, vocabulary, dataset_split,
                            input_filename=gin.REQUIRED):
   """score_dataset_fn: the pairs {"prefix", "completion"} of a JSON lines file."""
   del dataset_split
+  if not preprocessors.inputs_delimiter():
+    # mesh-tf's delimited_lm score counts from the inputs' EOS; without one it would sum
+    # nothing and print 0 for every pair.
+    raise ValueError("score.gin scores the prefix LM: a causal model "
+                     "(code_t5.inputs_delimiter.eos = False) has no EOS after the prefix "
+                     "for mesh-tf's delimited_lm score to start after")
   pairs = records.read_records(input_filename, ("prefix", "completion"))
   inputs_vocab = mtf_utils.inputs_vocabulary(vocabulary)
   targets_vocab = mtf_utils.targets_vocabulary(vocabulary)

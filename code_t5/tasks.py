@@ -2,6 +2,8 @@
 
   flcc_<lang>_full_line  code before a cursor -> the rest of its line (the product task)
   flcc_<lang>_prefix_lm  whole files, chunked into a prefix and its continuation (pretraining)
+  flcc_<lang>_lm         whole files, cut into windows of the row's length: a causal LM
+                         (for models/causal.gin only; not in the mixtures)
   flcc_<lang>            both, mixed at rates set in gin (`code_t5.mixture_rate`)
 
 Each with the language's own vocabulary, and again with `_shared` at the end of the name with
@@ -25,7 +27,6 @@ Data and vocabulary both come from the TFDS data dir (`--t5_tfds_data_dir`), whe
 
 import gin
 import seqio
-import t5.data.preprocessors as t5_preprocessors
 
 from code_t5 import metrics
 from code_t5 import preprocessors
@@ -40,7 +41,8 @@ FLCC_VERSION = str(flcc_builder.Flcc.VERSION)
 def output_features(vocabulary_name: str):
   vocab = vocabulary.FlccVocabulary(vocabulary_name)
   return {
-      "inputs": seqio.Feature(vocab, add_eos=True),
+      # The inputs' EOS is the delimiter's: the Tasks add it when the model reads one.
+      "inputs": seqio.Feature(vocab, add_eos=False),
       "targets": seqio.Feature(vocab, add_eos=True),
   }
 
@@ -165,8 +167,21 @@ def register(language: str, shared: bool = False) -> None:
           preprocessors.content_to_targets,
           seqio.preprocessors.tokenize,
           seqio.CacheDatasetPlaceholder(),
-          t5_preprocessors.prefix_lm,
+          preprocessors.prefix_lm,
           seqio.preprocessors.append_eos_after_trim,
+      ],
+      output_features=features,
+      metric_fns=[],
+  )
+  seqio.TaskRegistry.add(
+      f"flcc_{language}_lm{suffix}",
+      source=FlccSource(language),
+      preprocessors=[
+          preprocessors.content_to_targets,
+          seqio.preprocessors.tokenize,
+          seqio.preprocessors.append_eos,
+          seqio.CacheDatasetPlaceholder(),
+          preprocessors.lm_windows,
       ],
       output_features=features,
       metric_fns=[],

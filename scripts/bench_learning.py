@@ -1,10 +1,11 @@
 """Does the model learn? The dev model after a budget of token positions, against a plain GPT
 given the same, and two baselines.
 
-1. Trains the dev model (models/shared-prefix_lm_dev.gin, the `flcc_python` mixture) through
-   mesh_transformer_main for --tokens token positions (rows x (inputs + targets) a step; a
-   budget in positions, so that figures compare across machines and recipes; the wall time
-   is reported beside them), or --steps steps.
+1. Trains the dev model (models/shared-prefix_lm_dev.gin, then any --gin_file; the
+   `flcc_python` mixture, or --mixture: `--gin_file=models/causal.gin --mixture=flcc_python_lm`
+   is the causal LM) through mesh_transformer_main for --tokens token positions (rows x
+   (inputs + targets) a step; a budget in positions, so that figures compare across machines
+   and recipes; the wall time is reported beside them), or --steps steps.
 2. Full-line eval of that checkpoint (eval_full_line.gin, greedy) on the first --examples
    examples of the validation split: repositories that training never saw.
 3. On exactly those examples, two baselines (code_t5/baselines.py, as `make smoke` shows them):
@@ -53,7 +54,8 @@ def last_checkpoint_step(model_dir):
   return int(match.group(1)) if match else None
 
 
-def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False):
+def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False,
+          mixture=TRAIN_MIXTURE):
   """Trains to step `steps`; returns the wall time from launch (start-up included), summed
   over the parts of a training resumed after interruptions (`resume`).
 
@@ -78,7 +80,7 @@ def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False):
   with open(times_path, "w") as f:
     json.dump(parts, f, indent=1)
   cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files],
-                          [f"MIXTURE_NAME = '{TRAIN_MIXTURE}'", f"run.train_steps = {steps}",
+                          [f"MIXTURE_NAME = '{mixture}'", f"run.train_steps = {steps}",
                            *gin_params])
   log_path = os.path.join(model_dir, "train.log")
   with open(log_path, "a" if resume else "w") as log:
@@ -243,6 +245,9 @@ def main():
                       help=f"gin files after {MODEL_GIN}, for training and eval")
   parser.add_argument("--gin_param", action="append", default=[],
                       help="gin bindings for training and eval")
+  parser.add_argument("--mixture", default=TRAIN_MIXTURE,
+                      help="the Task or Mixture the model trains on (its eval: "
+                           f"{EVAL_TASK})")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
   rows, context = positions_per_step()
@@ -255,7 +260,7 @@ def main():
     print(f"training the dev model for {args.steps} steps into {args.model_dir} ...",
           file=sys.stderr, flush=True)
     train_wall = train(args.model_dir, args.data_dir, args.steps, args.gin_file,
-                       args.gin_param, args.resume)
+                       args.gin_param, args.resume, args.mixture)
   step = last_checkpoint_step(args.model_dir)
   if step is None:
     sys.exit(f"bench_learning: no checkpoint in {args.model_dir}")

@@ -35,6 +35,7 @@ def _decoded(task_name, split, sequence_length):
   ds = task.get_dataset(sequence_length, split=split, shuffle=False)
   out = []
   for ex in ds.as_numpy_iterator():
+    # The prefix LM's inputs end in the EOS that delimits them (code_t5.inputs_delimiter).
     assert ex["inputs"][-1] == vocab.eos_id and ex["targets"][-1] == vocab.eos_id
     out.append((vocab.decode(ex["inputs"][:-1].tolist()),
                 vocab.decode(ex["targets"][:-1].tolist())))
@@ -97,55 +98,117 @@ def test_full_line_examples_carry_the_text_mesh_tf_eval_compares(data_dir_overri
         vocab.decode(ex["inputs"][:-1].tolist())[-20:])
 
 
+@pytest.mark.parametrize("eos", [True, False], ids=["prefix LM", "causal"])
 def test_the_task_infer_score_export_and_baselines_read_the_same_window(data_dir_override,
-                                                                       tmp_path):
-  """Training and serving read a prefix through one rule (`preprocessors.inputs_window`): the
-  Task's inputs, infer's and score's input datasets, the export's serving vocabulary (+ the EOS
-  mesh-tf appends) and the baselines' `model_window` agree on every prefix, cut ones included."""
+                                                                       tmp_path, eos):
+  """Training and serving read a prefix through one rule (`preprocessors.inputs_window`, with
+  the delimiter `inputs_delimiter` decides): the Task's inputs, infer's and score's input
+  datasets, the export's serving vocabulary (+ the EOS mesh-tf appends, which a causal model's
+  decoding leaves out) and the baselines' `model_window` agree on every prefix, cut ones
+  included."""
   lengths = {"inputs": 24, "targets": 8}
-  task = seqio.get_mixture_or_task("flcc_python_full_line")
-  feature = task.output_features["inputs"]
-  vocab = feature.vocabulary
-  examples = list(task.get_dataset(lengths, split="validation", shuffle=False)
-                  .take(30).as_numpy_iterator())
-  prefixes = [ex["inputs_pretokenized"].decode("utf-8") for ex in examples]
-  task_inputs = [ex["inputs"].tolist() for ex in examples]
-  assert all(ids[-1] == vocabulary.EOS_ID for ids in task_inputs)
-
-  def unpadded(ids):
-    ids = list(ids)
-    while ids and ids[-1] == vocabulary.PAD_ID:
-      ids.pop()
-    return ids
-
-  infer_inputs = [unpadded(ex["inputs"]) for ex in
-                  infer.prefixes_dataset(prefixes, vocab, lengths["inputs"]).as_numpy_iterator()]
-  pairs = tmp_path / "pairs.jsonl"
-  pairs.write_text("".join(json.dumps({"prefix": p, "completion": "x"}) + "\n"
-                           for p in prefixes))
-  [eval_dataset] = score.completions_dataset_fn(lengths, vocab, "validation",
-                                                input_filename=str(pairs))
-  score_inputs = [unpadded(ex["inputs"]) for ex in
-                  eval_dataset.dataset_fn().as_numpy_iterator()]
   with gin.unlock_config():
     gin.parse_config(f"import mesh_tensorflow.transformer.utils\n"
-                     f"utils.run.sequence_length = {lengths!r}")
+                     f"utils.run.sequence_length = {lengths!r}\n"
+                     f"code_t5.inputs_delimiter.eos = {eos}")
   try:
+    task = seqio.get_mixture_or_task("flcc_python_full_line")
+    feature = task.output_features["inputs"]
+    vocab = feature.vocabulary
+    examples = list(task.get_dataset(lengths, split="validation", shuffle=False)
+                    .take(30).as_numpy_iterator())
+    prefixes = [ex["inputs_pretokenized"].decode("utf-8") for ex in examples]
+    task_inputs = [ex["inputs"].tolist() for ex in examples]
+    # (a cursor at the very start of a file: no code before it, nothing but the delimiter)
+    assert [ids[-1:] == [vocabulary.EOS_ID] for ids in task_inputs] == [eos] * len(examples)
+    assert all(vocabulary.EOS_ID not in ids[:-1] for ids in task_inputs)
+
+    def unpadded(ids):
+      ids = list(ids)
+      while ids and ids[-1] == vocabulary.PAD_ID:
+        ids.pop()
+      return ids
+
+    infer_inputs = [unpadded(ex["inputs"]) for ex in infer.prefixes_dataset(
+        prefixes, vocab, lengths["inputs"]).as_numpy_iterator()]
+    if eos:
+      pairs = tmp_path / "pairs.jsonl"
+      pairs.write_text("".join(json.dumps({"prefix": p, "completion": "x"}) + "\n"
+                               for p in prefixes))
+      [eval_dataset] = score.completions_dataset_fn(lengths, vocab, "validation",
+                                                    input_filename=str(pairs))
+      score_inputs = [unpadded(ex["inputs"]) for ex in
+                      eval_dataset.dataset_fn().as_numpy_iterator()]
+      assert score_inputs == task_inputs
+    else:
+      with pytest.raises(ValueError, match="causal model"):
+        score.completions_dataset_fn(lengths, vocab, "validation", input_filename="unread")
     serving = export.ServingVocabulary("python")
-    export_inputs = [serving.encode_tf(p).numpy().tolist() + [vocabulary.EOS_ID]
-                     for p in prefixes]
+    # mesh-tf's serving graph appends EOS and cuts to the inputs' length; decoding.served_inputs
+    # drops an EOS the model does not read.
+    export_inputs = [(serving.encode_tf(p).numpy().tolist() + [vocabulary.EOS_ID])
+                     [:lengths["inputs"]] for p in prefixes]
+    if not eos:
+      export_inputs = [[i for i in ids if i != vocabulary.EOS_ID] for ids in export_inputs]
+    assert infer_inputs == task_inputs
+    assert export_inputs == task_inputs
+    cut = 0
+    for prefix, ids in zip(prefixes, task_inputs):
+      window = baselines.model_window(prefix, feature, lengths["inputs"])
+      assert window == vocab.decode(ids[:-1] if eos else ids)
+      assert prefix.endswith(window)
+      cut += window != prefix
+    assert cut, "no example was long enough to be cut: the test checks nothing"
   finally:
     gin.clear_config()
-  assert infer_inputs == task_inputs
-  assert score_inputs == task_inputs
-  assert export_inputs == task_inputs
-  cut = 0
-  for prefix, ids in zip(prefixes, task_inputs):
-    window = baselines.model_window(prefix, feature, lengths["inputs"])
-    assert window == vocab.decode(ids[:-1])
-    assert prefix.endswith(window)
-    cut += window != prefix
-  assert cut, "no example was long enough to be cut: the test checks nothing"
+
+
+def _lm_pieces(split, shuffle, passes=1):
+  lengths = {"inputs": 24, "targets": 8}
+  task = seqio.get_mixture_or_task("flcc_python_lm")
+  vocab = task.output_features["targets"].vocabulary
+  with gin.unlock_config():
+    gin.bind_parameter("code_t5.inputs_delimiter.eos", False)
+  try:
+    ds = task.get_dataset(lengths, split=split, shuffle=shuffle, num_epochs=passes, seed=3)
+    pieces = [(ex["inputs"].tolist(), ex["targets"].tolist()) for ex in ds.as_numpy_iterator()]
+  finally:
+    gin.clear_config()
+  for inputs, targets in pieces:
+    assert inputs and targets and len(inputs) <= 24 and len(targets) <= 8
+    assert len(inputs) == 24 or len(inputs) + len(targets) < 32, "a short window, not a cut"
+  return vocab, pieces
+
+
+def test_the_causal_lm_task_cuts_each_file_into_consecutive_windows(data_dir_override):
+  """Read in order, the windows of flcc_<lang>_lm put back together are the split's files,
+  each tokenized and ended by EOS: every token trained on, none twice, none made up."""
+  vocab, pieces = _lm_pieces("validation", shuffle=False)
+  files = _files(data_dir_override, "validation")
+  joined = [token for inputs, targets in pieces for token in inputs + targets]
+  assert joined == [t for f in files for t in vocab.encode(f) + [vocabulary.EOS_ID]]
+  full = sum(len(i) + len(t) == 32 for i, t in pieces)
+  assert full > len(files), "most windows fill the row"
+
+
+def test_training_meets_new_lm_windows_on_every_pass(data_dir_override):
+  """A training read cuts each file at new points on every pass; each window is still a
+  piece of one file."""
+  vocab, pieces = _lm_pieces("train", shuffle=True, passes=2)
+  files = [vocab.encode(f) + [vocabulary.EOS_ID] for f in _files(data_dir_override, "train")]
+  as_text = [" ".join(map(str, ids)) + " " for ids in files]
+  for inputs, targets in pieces[:200]:
+    piece = " ".join(map(str, inputs + targets)) + " "
+    assert any(piece in text for text in as_text), piece
+  counts = collections.Counter(repr(p) for p in pieces)
+  per_pass = len(pieces) / 2
+  assert len(counts) > 1.5 * per_pass, (len(counts), per_pass)
+
+
+def test_the_causal_lm_task_needs_a_causal_model(data_dir_override):
+  task = seqio.get_mixture_or_task("flcc_python_lm")
+  with pytest.raises(ValueError, match="models/causal.gin"):
+    task.get_dataset({"inputs": 24, "targets": 8}, split="validation", shuffle=False)
 
 
 def _cursor_counts(passes, **gin_bindings):
