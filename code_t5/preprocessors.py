@@ -52,13 +52,35 @@ def full_line_cursors(content, seed, examples_per_file, start_of_line_rate=0.5):
 
 
 FRESH_CURSORS = "fresh_cursors"
+# The pass draws' own seed: with it, tf.data gives every run the same sequence of passes, each
+# pass its own draws; the read's seed (the mark) then tells runs of other seeds apart.
+_PASS_DRAWS_SEED = 30
 
 
-def mark_fresh_cursors(dataset, fresh):
-  """Tells `full_line_examples` to draw new cursors in each file on every pass (`fresh`, a
-  training read) or to keep each file's fixed ones. A mark, not a draw: seqio caches a small
-  source in memory before it repeats it, so a draw made here would be made once."""
-  return dataset.map(lambda example: {**example, FRESH_CURSORS: tf.constant(fresh)})
+def mark_fresh_cursors(dataset, fresh, seed=None):
+  """Tells `full_line_examples` and `lm_windows` to draw new cursors (cut points) in each file
+  on every pass (`fresh`, a training read, whose shuffle `seed` also seeds the draws) or to
+  keep each file's fixed ones. A mark, not a draw: seqio caches a small source in memory
+  before it repeats it, so a draw made here would be made once. The mark is 0 for fixed
+  cursors, else a seed."""
+  mark = (int(seed or 0) % (2**31 - 2)) + 1 if fresh else 0
+  return dataset.map(lambda example: {**example, FRESH_CURSORS: tf.constant(mark, tf.int32)})
+
+
+def _pass_draws():
+  """Non-negative int32 draws, made again on every pass over the dataset (seqio repeats after
+  the preprocessors that precede its cache placeholder, and after those that follow it), the
+  same on every run: zip them with the examples."""
+  return tf.data.Dataset.random(seed=_PASS_DRAWS_SEED, rerandomize_each_iteration=True).map(
+      lambda draw: tf.cast(draw % (2**31 - 1), tf.int32))
+
+
+def _fresh_draw(example, draw):
+  """The draw that moves this file's cursors on this pass: 0 unless the read is marked fresh,
+  else mixed with the read's seed."""
+  mark = tf.cast(example.get(FRESH_CURSORS, tf.constant(0, tf.int32)), tf.int64)
+  mixed = tf.cast((tf.cast(draw, tf.int64) + mark * 1_000_003) % (2**31 - 1), tf.int32)
+  return tf.where(mark > 0, mixed, 0)
 
 
 def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, seed=0,
@@ -70,17 +92,11 @@ def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, see
   (`mark_fresh_cursors`) gets new ones on every pass instead. The inputs are the whole file
   before the cursor; `truncate_inputs_at_line` cuts them to length after tokenization.
   """
-  # Drawn again on every pass over the dataset (seqio repeats after the preprocessors that
-  # precede its cache placeholder, this one among them).
-  draws = tf.data.Dataset.random(rerandomize_each_iteration=True).map(
-      lambda draw: tf.cast(draw % (2**31 - 1), tf.int32))
-
   def make_examples(example, draw):
     content = example[content_key]
-    fresh = example.get(FRESH_CURSORS, tf.constant(False))
     file_seed = tf.stack([
         tf.cast(tf.strings.to_hash_bucket_fast(example[id_key], 2**31 - 1), tf.int32),
-        tf.constant(seed, tf.int32) + tf.where(fresh, draw, 0)])
+        tf.constant(seed, tf.int32) + _fresh_draw(example, draw)])
     cursor, rest = full_line_cursors(content, file_seed, examples_per_file,
                                      start_of_line_rate)
     contents = tf.fill(tf.shape(cursor), content)
@@ -89,7 +105,7 @@ def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, see
                                     unit="UTF8_CHAR"),
         "targets": tf.strings.substr(contents, cursor, rest, unit="UTF8_CHAR"),
     }
-  return tf.data.Dataset.zip((dataset, draws)).map(
+  return tf.data.Dataset.zip((dataset, _pass_draws())).map(
       make_examples, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
 
 
@@ -203,13 +219,11 @@ def lm_windows(dataset, sequence_length, output_features):
                      "models/causal.gin (code_t5.inputs_delimiter.eos = False)")
   inputs_length, targets_length = sequence_length["inputs"], sequence_length["targets"]
   window = inputs_length + targets_length
-  draws = tf.data.Dataset.random(rerandomize_each_iteration=True).map(
-      lambda draw: tf.cast(draw % window, tf.int32))
 
   def windows(example, draw):
     ids = example["targets"]
     size = tf.size(ids)
-    shift = tf.where(example.get(FRESH_CURSORS, tf.constant(False)), draw, 0)
+    shift = _fresh_draw(example, draw) % window
     starts = tf.maximum(tf.range(-shift, size, window), 0)
     ends = tf.minimum(tf.range(-shift, size, window) + window, size)
     keep = ends - starts >= 2
@@ -218,7 +232,7 @@ def lm_windows(dataset, sequence_length, output_features):
     pieces = tf.data.Dataset.from_tensor_slices((starts, cuts, ends))
     return pieces.map(lambda start, cut, end: {"inputs": ids[start:cut],
                                                "targets": ids[cut:end]})
-  return tf.data.Dataset.zip((dataset, draws)).flat_map(windows)
+  return tf.data.Dataset.zip((dataset, _pass_draws())).flat_map(windows)
 
 
 def cut_at_newline(text, example=None, is_target=False):

@@ -76,7 +76,7 @@ class FlccSource(seqio.TfdsDataSource):
     # A shuffled read is training's: it meets new full-line cursors on every pass. Every other
     # read (eval, baselines, the cache job) gets each file's fixed cursors.
     return preprocessors.mark_fresh_cursors(
-        dataset, fresh=shuffle and full_line_options()["fresh_train_cursors"])
+        dataset, fresh=shuffle and full_line_options()["fresh_train_cursors"], seed=seed)
 
   def missing_split_message(self, split: str) -> str:
     return flcc_builder.missing_split_message(vocabulary.tfds_data_dir(), self.language, split)
