@@ -221,9 +221,9 @@ def compare(model_dir: str, task_name: str, split: str = "validation") -> dict:
     raise ValueError(f"{model_dir}: the eval's targets are not the first {len(targets)} "
                      f"examples of {task_name}'s {split} split (another data dir?)")
   lengths = summaries.run_bindings(model_dir).get("sequence_length") or {}
-  read_as_the_run(model_dir)
   if "inputs" not in lengths:
     raise ValueError(f"{model_dir}/operative_config.gin: no utils.run.sequence_length")
+  read_as_the_run(model_dir)
   ngram, train_files, train_tokens = fit_ngram(task_name)
   completions = {"model": model, **baseline_predictions(
       task_name, [p for p, _ in examples], lengths["inputs"], ngram)}

@@ -223,9 +223,8 @@ def lm_windows(dataset, sequence_length, output_features):
   def windows(example, draw):
     ids = example["targets"]
     size = tf.size(ids)
-    shift = _fresh_draw(example, draw) % window
-    starts = tf.maximum(tf.range(-shift, size, window), 0)
-    ends = tf.minimum(tf.range(-shift, size, window) + window, size)
+    grid = tf.range(-(_fresh_draw(example, draw) % window), size, window)
+    starts, ends = tf.maximum(grid, 0), tf.minimum(grid + window, size)
     keep = ends - starts >= 2
     starts, ends = tf.boolean_mask(starts, keep), tf.boolean_mask(ends, keep)
     cuts = tf.clip_by_value(ends - targets_length, starts + 1, starts + inputs_length)
