@@ -4,7 +4,9 @@
 puts code_t5's gin files on gin's search path. Under t5's entry point it also turns errors into
 one line (`errors.py`), skips the graph and checkpoint writes before the first training step
 (`startup.py`), prints progress lines while training and decoding (`progress.py`) and checks that the buckets of gs:// path flags exist (`files.py`); under
-seqio's cache_tasks_main it removes what a killed run left (`seqio_cache.py`).
+seqio's cache_tasks_main it removes what a killed run left (`seqio_cache.py`). Anywhere, it
+makes mesh-tf's delimited_lm find no inputs in a causal model's rows (`score.inputs_mask`),
+so that perplexity eval counts every position the model predicts.
 """
 
 import os

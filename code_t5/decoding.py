@@ -35,12 +35,14 @@ def served_inputs(inputs):
 @gin.configurable(module="code_t5")
 def greedy_decode(model, features, variable_dtype):
   """`predict_fn` for utils.run: what mesh-tf's PREDICT mode does for a Unitransformer
-  (sample_autoregressive, with the settings the mode file gives it) from `served_inputs`."""
+  (sample_autoregressive, with the settings the mode file gives it) from `served_inputs`,
+  for at most the targets' length in tokens: the longest rest of a line the full-line Task
+  holds (mesh-tf would go on to the end of the row, past a short prefix)."""
   inputs = served_inputs(features["inputs"])
   targets_length = gin.query_parameter("utils.run.sequence_length")["targets"]
   inputs = mtf.pad(inputs, [0, targets_length], inputs.shape.dims[-1].name)
   return model.sample_autoregressive(inputs, variable_dtype=variable_dtype,
-                                     remove_partial_sequences=True)
+                                     max_steps=targets_length, remove_partial_sequences=True)
 
 
 @gin.configurable(module="code_t5")

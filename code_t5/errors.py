@@ -22,7 +22,7 @@ import sys
 ENTRY_POINTS = ("t5.models.mesh_transformer_main", "seqio.scripts.cache_tasks_main")
 TRACEBACK_ENV = "CODE_T5_TRACEBACK"
 MAX_CHARS = 400
-# gin.finalize() on a mode file's `INPUT_FILE = %gin.REQUIRED` that no --gin_param set.
+# gin.finalize() on a `MIXTURE_NAME` or `INPUT_FILE = %gin.REQUIRED` that nothing set.
 _REQUIRED_MACRO = re.compile(r"(\w+)/macro\.value set to `%gin\.REQUIRED` but not subsequently")
 
 
@@ -36,7 +36,7 @@ def one_line(error: BaseException) -> str:
   required = _REQUIRED_MACRO.match(lines[0]) if lines else None
   if required:
     name = required.group(1)
-    return (f"{type(error).__name__}: {name} must be set: the mode's gin file requires it "
+    return (f"{type(error).__name__}: {name} must be set: the run's gin files require it "
             f"(--gin_param=\"{name} = ...\")")
   text = f"{type(error).__name__}: {lines[0]}" if lines and lines[0] else type(error).__name__
   for i, line in enumerate(lines[1:], 1):

@@ -204,8 +204,14 @@ def prefix_lm(dataset, sequence_length, output_features):
 
 def lm_windows(dataset, sequence_length, output_features):
   """Each tokenized file (its "targets", EOS at its end) -> its tokens cut into consecutive
-  windows of the row's length, each split into {inputs: its start, targets: the rest}: a
-  causal LM over whole files, every position trained. Must follow tokenization and EOS.
+  windows of the row's length less one, each split into {inputs: its start, targets: the
+  rest}: a causal LM over whole files, every position trained. Must follow tokenization and
+  EOS.
+
+  Less one: t5's train input (mesh_train_dataset_fn) packs rows with mesh-tf's
+  `ensure_eos` on the targets, which turns the last token of a row that the targets fill into
+  EOS. A window of the row's full length would train an EOS at the end of every row, where
+  the file goes on; one position short, the row ends in padding and every EOS is a file's.
 
   A training read (marked FRESH_CURSORS) shifts the cut points by a draw made again on every
   pass, so each pass meets new windows; every other read cuts at 0. A window shorter than the
@@ -217,7 +223,8 @@ def lm_windows(dataset, sequence_length, output_features):
   if inputs_delimiter():
     raise ValueError("the causal-LM Task (flcc_<lang>_lm) trains a causal model: compose "
                      "models/causal.gin (code_t5.inputs_delimiter.eos = False)")
-  inputs_length, targets_length = sequence_length["inputs"], sequence_length["targets"]
+  inputs_length = sequence_length["inputs"]
+  targets_length = sequence_length["targets"] - 1  # see above: the row's last stays padding
   window = inputs_length + targets_length
 
   def windows(example, draw):

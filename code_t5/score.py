@@ -1,17 +1,33 @@
 """Score: how likely a trained model finds given completions (gin_configs/score.gin).
 
   completions_dataset_fn  score_from_dataset's dataset
+  completion_scores       the scoring graph (utils.run.predict_fn in score mode)
   score_completions       score_from_dataset's scorer
 
 The prefix is prepared exactly as the full-line Task prepares its inputs
 (`preprocessors.prefix_inputs`); the completion as seqio's `append_eos_after_trim` prepares
 the Task's targets: its start, cut to leave room for the EOS.
+
+mesh-tf's own score of a delimited_lm counts from the first EOS of each row, which only the
+prefix LM has (`preprocessors.inputs_delimiter`). So the dataset marks what is read and not
+scored, the prefix, by adding READ_ONLY to its ids (`read_only`), and `completion_scores`
+sums the log-likelihood of the unmarked ones: one rule for the prefix LM and the causal model.
+(Not by negating them: mesh-tf detokenizes the rows it scored, and sentencepiece fails on a
+negative id with an OutOfRange that the Estimator takes for the end of the input; a marked id
+is beyond every vocabulary and detokenizes as UNK.)
+
+mesh-tf's perplexity eval (perplexity_eval.gin) counts a delimited_lm's loss after the first
+EOS of each row in the same way (`transformer.delimited_lm_inputs_mask`); for a causal model
+that read a whole row as inputs and reported 0. Importing code_t5 puts `inputs_mask` in its
+place: the prefix LM's inputs as before, none for a model that reads no delimiter.
 """
 
 import os
 
 import gin
+import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import dataset as transformer_dataset
+from mesh_tensorflow.transformer import transformer
 from mesh_tensorflow.transformer import utils as mtf_utils
 import tensorflow.compat.v1 as tf
 import tensorflow_datasets as tfds
@@ -21,17 +37,33 @@ from code_t5 import records
 from code_t5.vocabulary import newline_id
 
 
+READ_ONLY = 1 << 24  # more than any vocabulary's size
+_MESH_TF_INPUTS_MASK = transformer.delimited_lm_inputs_mask
+
+
+def inputs_mask(ids, eos_id=1):
+  """mesh-tf's `delimited_lm_inputs_mask` for the model gin configures: the positions of
+  each row that are read and not predicted. For the prefix LM, everything up to its EOS
+  delimiter; a causal model (`preprocessors.inputs_delimiter` False) predicts every position,
+  as its training loss counts them."""
+  if preprocessors.inputs_delimiter():
+    return _MESH_TF_INPUTS_MASK(ids, eos_id)
+  return mtf.not_equal(ids, ids)
+
+
+transformer.delimited_lm_inputs_mask = inputs_mask
+
+
+def read_only(ids):
+  """`ids` marked as read and not scored; padding (0) stays padding."""
+  return ids + READ_ONLY * tf.cast(ids > 0, ids.dtype)
+
+
 @gin.configurable(module="code_t5")
 def completions_dataset_fn(sequence_length, vocabulary, dataset_split,
                            input_filename=gin.REQUIRED):
   """score_dataset_fn: the pairs {"prefix", "completion"} of a JSON lines file."""
   del dataset_split
-  if not preprocessors.inputs_delimiter():
-    # mesh-tf's delimited_lm score counts from the inputs' EOS; without one it would sum
-    # nothing and print 0 for every pair.
-    raise ValueError("score.gin scores the prefix LM: a causal model "
-                     "(code_t5.inputs_delimiter.eos = False) has no EOS after the prefix "
-                     "for mesh-tf's delimited_lm score to start after")
   pairs = records.read_records(input_filename, ("prefix", "completion"))
   inputs_vocab = mtf_utils.inputs_vocabulary(vocabulary)
   targets_vocab = mtf_utils.targets_vocabulary(vocabulary)
@@ -41,12 +73,34 @@ def completions_dataset_fn(sequence_length, vocabulary, dataset_split,
     inputs_length, targets_length = sequence_length["inputs"], sequence_length["targets"]
     ds = tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs))))
     return ds.map(lambda prefix, completion: {
-        "inputs": preprocessors.prefix_inputs(inputs_vocab.encode_tf(prefix), inputs_length,
-                                              line_break),
+        "inputs": read_only(preprocessors.prefix_inputs(inputs_vocab.encode_tf(prefix),
+                                                        inputs_length, line_break)),
         "targets": preprocessors.with_eos_padded(
             targets_vocab.encode_tf(completion)[:targets_length - 1], targets_length)})
   return [transformer_dataset.EvalDataset(os.path.basename(input_filename), dataset_fn,
                                           None, [])]
+
+
+@gin.configurable(module="code_t5")
+def completion_scores(model, features, variable_dtype):
+  """`predict_fn` for score mode: per row, log P(the unmarked ids | everything before them).
+
+  `features["targets"]` is a row as mesh-tf's delimited_lm joins it: the prefix marked
+  `read_only` (completions_dataset_fn), then the completion and its EOS. The model reads the
+  row's ids as training does, the prefix LM its EOS delimiter too: mesh-tf's default score,
+  with the one difference of what it sums over.
+  """
+  marked = features["targets"]
+  scored = mtf.less(marked, READ_ONLY)
+  ids = marked - READ_ONLY * mtf.to_int32(mtf.logical_not(scored))
+  logits, _ = model.call_simple(inputs=transformer.autoregressive_inputs(ids), targets=ids,
+                                compute_loss=False, mode="score",
+                                variable_dtype=variable_dtype)
+  logits = mtf.cast(logits, tf.float32)
+  _, length_dim, vocab_dim = logits.shape.dims
+  cross_entropy = mtf.layers.softmax_cross_entropy_with_logits(logits, ids, vocab_dim)
+  cross_entropy *= mtf.cast(mtf.logical_and(scored, mtf.greater(ids, 0)), tf.float32)
+  return -mtf.reduce_sum(cross_entropy, reduced_dim=length_dim)
 
 
 @gin.configurable(module="code_t5")

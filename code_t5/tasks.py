@@ -3,8 +3,11 @@
   flcc_<lang>_full_line  code before a cursor -> the rest of its line (the product task)
   flcc_<lang>_prefix_lm  whole files, chunked into a prefix and its continuation (pretraining)
   flcc_<lang>_lm         whole files, cut into windows of the row's length: a causal LM
-                         (for models/causal.gin only; not in the mixtures)
-  flcc_<lang>            both, mixed at rates set in gin (`code_t5.mixture_rate`)
+                         (for models/causal.gin only)
+  flcc_<lang>            full-line and prefix LM, mixed at rates set in gin
+                         (`code_t5.mixture_rate`): the prefix LM's
+  flcc_<lang>_causal     the causal LM and full-line, mixed the same way: the causal model's
+                         (the dev model's, models/causal_lm_dev.gin)
 
 Each with the language's own vocabulary, and again with `_shared` at the end of the name with
 the vocabulary shared by several languages (`python -m code_t5.data vocab --languages=...`);
@@ -14,8 +17,7 @@ gin:
   --gin_param="MIXTURE_NAME = @code_t5.multilingual_mixture()"
   --gin_param="code_t5.multilingual_mixture.languages = ['python', 'java']"   # optional
 
-(a --gin_param, read after every gin file: a mode file's `include 'dataset.gin'` would set
-MIXTURE_NAME back). A seqio Mixture needs one
+A seqio Mixture needs one
 vocabulary for all its Tasks: that is what the shared one is for. A language whose dataset has
 no split that a run reads (a small tree, `--ratios` with a 0) is left out of that run, in a
 line that names it (`check_split`).
@@ -132,13 +134,24 @@ def _full_line_examples(dataset):
   return preprocessors.full_line_examples(dataset, **options)
 
 
-@gin.configurable(module="code_t5")
-def mixture_rate(task: seqio.Task, full_line=1.0, prefix_lm=1.0) -> float:
-  """Sampling rate of a task in the `flcc_*` mixtures, by objective."""
-  return full_line if task.name.endswith("_full_line") else prefix_lm
-
-
 SHARED_SUFFIX = "_" + vocabulary.SHARED
+
+
+@gin.configurable(module="code_t5")
+def mixture_rate(task: seqio.Task, full_line=1.0, prefix_lm=1.0, lm=4.0) -> float:
+  """Sampling rate of a task in the `flcc_*` mixtures, by objective.
+
+  `lm` is only ever mixed with full-line (`flcc_<lang>_causal`): 4 to 1 keeps most rows whole
+  files, while a fifth read the code before a cursor as a user types it -- a cursor inside a
+  word, or after a line's indentation, ends the code in a token that never ends that text in
+  the file's own tokenization, and a model trained on files alone does not know what follows
+  it (the memorisation test's causal model missed 4 of 13 such lines without them).
+  """
+  name = task.name[:-len(SHARED_SUFFIX)] if task.name.endswith(SHARED_SUFFIX) else task.name
+  for objective, rate in (("_full_line", full_line), ("_prefix_lm", prefix_lm), ("_lm", lm)):
+    if name.endswith(objective):
+      return rate
+  raise ValueError(f"{task.name}: not an flcc_<lang>_<objective> Task")
 
 
 def register(language: str, shared: bool = False) -> None:
@@ -189,6 +202,10 @@ def register(language: str, shared: bool = False) -> None:
   seqio.MixtureRegistry.add(
       f"flcc_{language}{suffix}",
       [f"flcc_{language}_prefix_lm{suffix}", f"flcc_{language}_full_line{suffix}"],
+      default_rate=mixture_rate)
+  seqio.MixtureRegistry.add(
+      f"flcc_{language}_causal{suffix}",
+      [f"flcc_{language}_lm{suffix}", f"flcc_{language}_full_line{suffix}"],
       default_rate=mixture_rate)
 
 

@@ -1,9 +1,10 @@
 """Does the model learn? The dev model after a budget of token positions, against a plain GPT
 given the same, and two baselines.
 
-1. Trains the dev model (models/shared-prefix_lm_dev.gin, then any --gin_file; the
-   `flcc_python` mixture, or --mixture: `--gin_file=models/causal.gin --mixture=flcc_python_lm`
-   is the causal LM) through mesh_transformer_main for --tokens token positions (rows x
+1. Trains the dev model (--model_gin, default models/causal_lm_dev.gin, then any --gin_file;
+   on --mixture, default flcc_python_causal; the prefix LM of the same size:
+   `--model_gin=models/shared-prefix_lm_dev.gin --mixture=flcc_python`) through
+   mesh_transformer_main for --tokens token positions (rows x
    (inputs + targets) a step; a budget in positions, so that figures compare across machines
    and recipes; the wall time is reported beside them), or --steps steps.
 2. Full-line eval of that checkpoint (eval_full_line.gin, greedy) on the first --examples
@@ -39,9 +40,9 @@ import time
 import numpy as np
 
 from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command
-MODEL_GIN = "models/shared-prefix_lm_dev.gin"
-LENGTHS_GIN = "sequence_lengths/dev.gin"  # what MODEL_GIN trains on: rows and lengths
-TRAIN_MIXTURE = "flcc_python"
+MODEL_GIN = "models/causal_lm_dev.gin"
+LENGTHS_GIN = "sequence_lengths/dev.gin"  # what the dev models train on: rows and lengths
+TRAIN_MIXTURE = "flcc_python_causal"
 EVAL_TASK = "flcc_python_full_line"
 
 
@@ -55,7 +56,7 @@ def last_checkpoint_step(model_dir):
 
 
 def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False,
-          mixture=TRAIN_MIXTURE):
+          mixture=TRAIN_MIXTURE, model_gin=MODEL_GIN):
   """Trains to step `steps`; returns the wall time from launch (start-up included), summed
   over the parts of a training resumed after interruptions (`resume`).
 
@@ -79,7 +80,7 @@ def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False,
   parts.append({"from_step": done or 0, "started": start})
   with open(times_path, "w") as f:
     json.dump(parts, f, indent=1)
-  cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files],
+  cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files],
                           [f"MIXTURE_NAME = '{mixture}'", f"run.train_steps = {steps}",
                            *gin_params])
   log_path = os.path.join(model_dir, "train.log")
@@ -120,10 +121,11 @@ def recorded_training(parts):
   return parts[-1]["to_step"], sum(part["wall_s"] for part in parts)
 
 
-def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_steps):
+def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_steps,
+             model_gin=MODEL_GIN):
   """Greedy full-line eval of the checkpoints nearest `checkpoint_steps`, in one launch
   (written to <model_dir>/validation_eval)."""
-  cmd = mesh_main_command(model_dir, data_dir, [MODEL_GIN, *gin_files, "eval_full_line.gin"],
+  cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "eval_full_line.gin"],
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
                            f"EVAL_EXAMPLES = {examples}",
                            f"CHECKPOINT_STEP = {list(checkpoint_steps)}"])
@@ -241,8 +243,10 @@ def main():
                            "interruption); the wall time adds up every part")
   parser.add_argument("--eval_only", action="store_true",
                       help="score the last checkpoint in --model_dir without training")
+  parser.add_argument("--model_gin", default=MODEL_GIN,
+                      help="the model's gin file, first, for training and eval")
   parser.add_argument("--gin_file", action="append", default=[],
-                      help=f"gin files after {MODEL_GIN}, for training and eval")
+                      help="gin files after --model_gin, for training and eval")
   parser.add_argument("--gin_param", action="append", default=[],
                       help="gin bindings for training and eval")
   parser.add_argument("--mixture", default=TRAIN_MIXTURE,
@@ -260,14 +264,14 @@ def main():
     print(f"training the dev model for {args.steps} steps into {args.model_dir} ...",
           file=sys.stderr, flush=True)
     train_wall = train(args.model_dir, args.data_dir, args.steps, args.gin_file,
-                       args.gin_param, args.resume, args.mixture)
+                       args.gin_param, args.resume, args.mixture, args.model_gin)
   step = last_checkpoint_step(args.model_dir)
   if step is None:
     sys.exit(f"bench_learning: no checkpoint in {args.model_dir}")
   at_steps = curve_steps(step, args.curve)
   print(f"full-line eval of steps {at_steps} ...", file=sys.stderr, flush=True)
   evaluate(args.model_dir, args.data_dir, args.examples, args.gin_file, args.gin_param,
-           at_steps)
+           at_steps, args.model_gin)
 
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import seqio  # pylint: disable=g-import-not-at-top

@@ -46,6 +46,8 @@ SUBSTITUTIONS = [
     ("README.md", "make bench   #", "BENCH_PARTS=startup BENCH_STARTUP_MODEL=tiny make bench   #"),
     ("GENTLE_INTRO.md", "python -m code_t5.data dev\n",
      f"python -m code_t5.data dev --max_files={DEV_FILES}\n"),
+    ("GENTLE_INTRO.md", "--gin_file=models/causal_lm_dev.gin",
+     "--gin_file=models/causal_lm_dev.gin --gin_file=models/tiny.gin"),
     ("GENTLE_INTRO.md", "--gin_file=models/shared-prefix_lm_dev.gin",
      "--gin_file=models/shared-prefix_lm_dev.gin --gin_file=models/tiny.gin"),
     ("GENTLE_INTRO.md", "FLCC_DIR=/path/to/flcc", "FLCC_DIR={flcc_tree}"),
@@ -143,6 +145,12 @@ def check_training(ws, proc):
   del proc
   model_dir = os.path.join(ws, "runs", "dev")
   assert os.path.exists(os.path.join(model_dir, f"model.ckpt-{TRAIN_STEPS}.index"))
+  with open(os.path.join(model_dir, "operative_config.gin")) as f:
+    config = f.read()
+  # The dev model is the causal LM (models/causal_lm_dev.gin) on flcc_python_causal.
+  assert "inputs_delimiter.eos = False" in config
+  assert "Unitransformer.input_full_attention = False" in config
+  assert "MIXTURE_NAME = 'flcc_python_causal'" in config
   # Nothing before the first step (code_t5.startup_writes): no graph, no checkpoint 0.
   assert not os.path.exists(os.path.join(model_dir, "graph.pbtxt"))
   assert not glob.glob(os.path.join(model_dir, "model.ckpt-0.*"))
@@ -173,7 +181,7 @@ def check_eval(ws, proc):
 
 def check_perplexity(ws, proc):
   del proc
-  for task in ("flcc_python_full_line", "flcc_python_prefix_lm"):
+  for task in ("flcc_python_full_line", "flcc_python_lm"):
     [eval_dir] = glob.glob(os.path.join(ws, "runs", "dev", f"eval_{task}_validation_*"))
     scalars = summaries.read_scalars(eval_dir)
     # Without utils.run.eval_checkpoint_step every kept checkpoint is evaluated (the tiny

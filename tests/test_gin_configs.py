@@ -47,6 +47,28 @@ def test_dataset_gin_wires_mixture_name_everywhere():
   assert gin.query_parameter("MIXTURE_NAME/macro.value") == "flcc_java"
 
 
+@pytest.mark.parametrize("mode_file", ["eval_full_line.gin", "infer_full_line.gin", "score.gin",
+                                       "export.gin", "perplexity_eval.gin", "beam_search.gin",
+                                       "finetune.gin"])
+def test_no_mode_file_sets_the_mixture_back(mode_file, tmp_path):
+  """The data is named once: a gin file of the user's that sets MIXTURE_NAME, placed after the
+  model file and before a mode file, keeps its mixture (the mode files include no dataset.gin)."""
+  mixture_file = tmp_path / "java.gin"
+  mixture_file.write_text("MIXTURE_NAME = 'flcc_java'\n")
+  _parse("models/causal_lm_dev.gin", str(mixture_file), mode_file)
+  assert gin.query_parameter("MIXTURE_NAME/macro.value") == "flcc_java"
+
+
+def test_a_run_must_name_its_data():
+  from code_t5 import errors  # pylint: disable=g-import-not-at-top
+  _parse("models/causal_lm_dev.gin", "eval_full_line.gin")
+  with pytest.raises(ValueError) as raised:
+    gin.finalize()
+  assert errors.one_line(raised.value) == (
+      "ValueError: MIXTURE_NAME must be set: the run's gin files require it "
+      "(--gin_param=\"MIXTURE_NAME = ...\")")
+
+
 def test_dev_model_overrides_size_and_mesh():
   _parse("models/shared-prefix_lm_dev.gin")
   assert gin.query_parameter("d_model/macro.value") == 256
@@ -62,6 +84,7 @@ def test_mode_files_resolve_from_any_working_directory_without_a_location_prefix
   monkeypatch.chdir(tmp_path)
   _parse("models/shared-prefix_lm_dev.gin", "mesh/cpu.gin", "infer_full_line.gin",
          "beam_search.gin", bindings=["include 'models/tiny.gin'",
+                                      "MIXTURE_NAME = 'flcc_python_full_line'",
                                       "INPUT_FILE = 'prefixes.jsonl'", "OUTPUT_FILE = 'out'"])
   assert gin.query_parameter("INPUT_FILE/macro.value") == "prefixes.jsonl"
   assert gin.query_parameter("utils.run.mode") == "infer"
@@ -80,11 +103,12 @@ def test_a_mode_file_says_what_must_be_set(mode_file, required):
   from code_t5 import errors  # pylint: disable=g-import-not-at-top
   for missing in required:
     _parse("models/shared-prefix_lm.gin", mode_file,
-           bindings=[f"{name} = 'x'" for name in required if name != missing])
+           bindings=["MIXTURE_NAME = 'flcc_python'"] +
+           [f"{name} = 'x'" for name in required if name != missing])
     with pytest.raises(ValueError) as raised:
       gin.finalize()
     assert errors.one_line(raised.value) == (
-        f"ValueError: {missing} must be set: the mode's gin file requires it "
+        f"ValueError: {missing} must be set: the run's gin files require it "
         f"(--gin_param=\"{missing} = ...\")")
 
 

@@ -65,8 +65,7 @@ module.exports = {{ beta{seed} }};
 """.encode("utf-8")
 
 
-# As a user passes it: a --gin_param is read after every gin file, so a mode file that includes
-# dataset.gin (eval_full_line.gin does) cannot set MIXTURE_NAME back.
+# As a user passes it, as a --gin_param.
 MULTILINGUAL = ["MIXTURE_NAME = @code_t5.multilingual_mixture()"] + TINY_MODEL
 CONTENT = {"python": (synthetic_module, ".py"), "java": (synthetic_java, ".java"),
            "javascript": (synthetic_javascript, ".js")}

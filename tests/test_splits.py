@@ -184,8 +184,8 @@ def test_perplexity_eval_reads_the_data_through_the_split_check():
   gin.clear_config()
   try:
     gin.parse_config_files_and_bindings(
-        ["models/shared-prefix_lm_dev.gin", "perplexity_eval.gin"], TINY_MODEL,
-        skip_unknown=True)
+        ["models/shared-prefix_lm_dev.gin", "perplexity_eval.gin"],
+        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python'"], skip_unknown=True)
     assert gin.query_parameter("utils.run.mode") == "perplexity_eval"
     assert gin.query_parameter("utils.run.eval_dataset_fn").scoped_configurable_fn.__wrapped__ \
         is tasks.eval_dataset_fn.__wrapped__

@@ -131,18 +131,17 @@ def test_the_task_infer_score_export_and_baselines_read_the_same_window(data_dir
 
     infer_inputs = [unpadded(ex["inputs"]) for ex in infer.prefixes_dataset(
         prefixes, vocab, lengths["inputs"]).as_numpy_iterator()]
-    if eos:
-      pairs = tmp_path / "pairs.jsonl"
-      pairs.write_text("".join(json.dumps({"prefix": p, "completion": "x"}) + "\n"
-                               for p in prefixes))
-      [eval_dataset] = score.completions_dataset_fn(lengths, vocab, "validation",
-                                                    input_filename=str(pairs))
-      score_inputs = [unpadded(ex["inputs"]) for ex in
-                      eval_dataset.dataset_fn().as_numpy_iterator()]
-      assert score_inputs == task_inputs
-    else:
-      with pytest.raises(ValueError, match="causal model"):
-        score.completions_dataset_fn(lengths, vocab, "validation", input_filename="unread")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"prefix": p, "completion": "x"}) + "\n"
+                             for p in prefixes))
+    [eval_dataset] = score.completions_dataset_fn(lengths, vocab, "validation",
+                                                  input_filename=str(pairs))
+    # Score marks the prefix as read, not scored (score.completion_scores).
+    score_inputs = [unpadded(ex["inputs"] % score.READ_ONLY) for ex in
+                    eval_dataset.dataset_fn().as_numpy_iterator()]
+    assert all(i > score.READ_ONLY for ex in eval_dataset.dataset_fn().as_numpy_iterator()
+               for i in ex["inputs"] if i)
+    assert score_inputs == task_inputs
     serving = export.ServingVocabulary("python")
     # mesh-tf's serving graph appends EOS and cuts to the inputs' length; decoding.served_inputs
     # drops an EOS the model does not read.
@@ -175,8 +174,9 @@ def _lm_pieces(split, shuffle, passes=1):
   finally:
     gin.clear_config()
   for inputs, targets in pieces:
-    assert inputs and targets and len(inputs) <= 24 and len(targets) <= 8
-    assert len(inputs) == 24 or len(inputs) + len(targets) < 32, "a short window, not a cut"
+    # One position short of the row: mesh-tf's ensure_eos would make its last token an EOS.
+    assert inputs and targets and len(inputs) <= 24 and len(targets) <= 7
+    assert len(inputs) == 24 or len(inputs) + len(targets) < 31, "a short window, not a cut"
   return vocab, pieces
 
 
@@ -187,8 +187,30 @@ def test_the_causal_lm_task_cuts_each_file_into_consecutive_windows(data_dir_ove
   files = _files(data_dir_override, "validation")
   joined = [token for inputs, targets in pieces for token in inputs + targets]
   assert joined == [t for f in files for t in vocab.encode(f) + [vocabulary.EOS_ID]]
-  full = sum(len(i) + len(t) == 32 for i, t in pieces)
-  assert full > len(files), "most windows fill the row"
+  full = sum(len(i) + len(t) == 31 for i, t in pieces)
+  assert full > len(files), "most windows fill the row, less its last position"
+
+
+def test_t5s_packing_of_the_lm_windows_makes_no_eos_up(data_dir_override):
+  """Rows packed as t5's mesh_train_dataset_fn packs them (mesh-tf's pack_or_pad, ensure_eos
+  on the features that add EOS) hold one EOS per file: none where a file goes on."""
+  from mesh_tensorflow.transformer import dataset as transformer_dataset  # pylint: disable=g-import-not-at-top
+  lengths = {"inputs": 24, "targets": 8}
+  task = seqio.get_mixture_or_task("flcc_python_lm")
+  with gin.unlock_config():
+    gin.bind_parameter("code_t5.inputs_delimiter.eos", False)
+  try:
+    ds = task.get_dataset(lengths, split="validation", shuffle=False)
+    ds = ds.map(lambda ex: {k: ex[k] for k in ("inputs", "targets")})
+    eos_keys = {k for k, f in task.output_features.items() if f.add_eos}
+    rows = list(transformer_dataset.pack_or_pad(
+        ds, lengths, pack=True, feature_keys=("inputs", "targets"),
+        ensure_eos=eos_keys).as_numpy_iterator())
+  finally:
+    gin.clear_config()
+  assert eos_keys == {"targets"}
+  eos = sum(int((row[k] == vocabulary.EOS_ID).sum()) for row in rows for k in ("inputs", "targets"))
+  assert eos == len(_files(data_dir_override, "validation"))
 
 
 def test_training_meets_new_lm_windows_on_every_pass(data_dir_override):
@@ -255,10 +277,18 @@ def test_mixture_rates_come_from_gin(data_dir_override):
   mixture = seqio.get_mixture_or_task("flcc_python")
   full_line, prefix_lm = (seqio.get_mixture_or_task(f"flcc_python_{k}")
                           for k in ("full_line", "prefix_lm"))
+  causal = seqio.get_mixture_or_task("flcc_python_causal_shared")
+  lm, shared_full_line = (seqio.get_mixture_or_task(f"flcc_python_{k}_shared")
+                          for k in ("lm", "full_line"))
+  assert causal.get_rate(lm) == 4.0 and causal.get_rate(shared_full_line) == 1.0  # defaults
   with gin.unlock_config():
-    gin.parse_config("code_t5.mixture_rate.prefix_lm = 0.25")
+    gin.parse_config("code_t5.mixture_rate.prefix_lm = 0.25\n"
+                     "code_t5.mixture_rate.full_line = 0.5\n"
+                     "code_t5.mixture_rate.lm = 3.0")
   try:
-    assert mixture.get_rate(full_line) == 1.0 and mixture.get_rate(prefix_lm) == 0.25
+    assert mixture.get_rate(full_line) == 0.5 and mixture.get_rate(prefix_lm) == 0.25
+    # The `_shared` Tasks by their objective too.
+    assert causal.get_rate(lm) == 3.0 and causal.get_rate(shared_full_line) == 0.5
   finally:
     gin.clear_config()
 
