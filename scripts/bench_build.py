@@ -3,12 +3,14 @@
 Generates an FLCC v3 tree of --files files (default 20000) from the running interpreter's
 standard library (each copy made unique, so de-duplication keeps it), then in one run:
   1. reads every stored file once (the floor any build pays),
-  2. builds flcc/python from it in this process,
+  2. builds flcc/python from it in this process, reading and filtering on each number of
+     worker processes in --workers (default: 1),
   3. with --beam_workers=1,2, builds it again on Beam's DirectRunner with each number of
      worker processes (multi_processing mode; each worker imports TensorFlow once).
 Prints a table and writes JSON (--json).
 
-  .venv/bin/python scripts/bench_build.py --files=20000 --beam_workers=1,2 --json=bench_build.json
+  .venv/bin/python scripts/bench_build.py --files=20000 --workers=1,2 --beam_workers=1,2 \
+    --json=bench_build.json
 """
 
 import argparse
@@ -55,6 +57,8 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--files", type=int, default=20000)
+  parser.add_argument("--workers", default="",
+                      help="comma-separated worker counts of the in-process build")
   parser.add_argument("--beam_workers", default="",
                       help="comma-separated worker counts: also time Beam's DirectRunner with each")
   parser.add_argument("--json", default=None)
@@ -69,16 +73,20 @@ def main():
   (files, total), read_seconds = timed(lambda: plain_read(tree))
   rows = [("plain read", files, total, read_seconds)]
 
-  runs = [("build (in process)", None, ())]
+  runs = [(f"build (in process, {workers} worker{'s' * (workers != 1)})", None, (), workers)
+          for workers in map(int, filter(None, args.workers.split(",")))]
+  runs = runs or [("build (in process)", None, (), 1)]
   for workers in filter(None, args.beam_workers.split(",")):
     runs.append((f"build (Beam, {workers} worker{'s' * (workers != '1')})", "DirectRunner",
-                 (f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing")))
+                 (f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"),
+                 1))
   reports = []
-  for name, runner, flags in runs:
-    data_dir = os.path.join(workdir, "tfds_" + name.split("(")[1].rstrip(")").replace(" ", "_"))
+  for name, runner, flags, workers in runs:
+    data_dir = os.path.join(workdir, "tfds_" + name.split("(")[1].rstrip(")").replace(" ", "_")
+                            .replace(",", ""))
     shutil.rmtree(data_dir, ignore_errors=True)
     report, seconds = timed(lambda: builder.build(tree, data_dir, "python", beam_runner=runner,
-                                                  beam_flags=flags))
+                                                  beam_flags=flags, workers=workers))
     reports.append({k: v for k, v in report.items() if k not in ("options", "fingerprint")})
     rows.append((name, report["files_processed"], total, seconds))
   same = all(r == reports[0] for r in reports)

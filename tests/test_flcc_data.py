@@ -49,6 +49,28 @@ def test_plan_is_deterministic_and_keeps_real_paths(flcc_tree):
   assert "src/module_0.py" in paths  # from paths.json, not the stored `<name>_<time>.py`
 
 
+def test_the_plan_is_the_same_on_any_number_of_workers(tmp_path, caplog):
+  """Reads and filters run in worker processes; what they find comes back in build order:
+  the same kept files (the first copy of a duplicate), counts and warnings as one process."""
+  repos = fixture_repositories()
+  repos["zed/copies"] = dict(repos["alice/alpha"])  # every file a duplicate of another's
+  tree_writer.write_flcc_tree(str(tmp_path), repos)
+  meta = next((tmp_path / "v3" / "repositories" / "bob" / "beta").iterdir())
+  (meta / "paths.json").write_text("[]")  # a malformed repository: skipped, with a warning
+  plans, warnings = [], []
+  for workers in (1, 2, 3):
+    caplog.clear()
+    plans.append(flcc.plan_build(str(tmp_path), "python", FIXTURE_RATIOS, workers=workers))
+    warnings.append([r.getMessage() for r in caplog.records if r.levelname == "WARNING"])
+  report = plans[0].report()
+  assert report["repositories_skipped: bad paths.json"] == 1 and warnings[0]
+  assert report[f"files_skipped: {flcc.DUPLICATE}"] >= FILES_PER_REPO
+  for plan, logged in zip(plans[1:], warnings[1:]):
+    assert plan.files == plans[0].files
+    assert plan.report() == report
+    assert logged == warnings[0]
+
+
 def test_holdout_prefixes_is_the_old_dev_set_recipe(flcc_tree):
   plan = flcc.plan_build(flcc_tree, "python", FIXTURE_RATIOS, holdout_prefixes="ab")
   held_out = {r.rsplit("/", 1)[0] for r, s in plan.split_of_repository.items() if s != "train"}

@@ -44,6 +44,16 @@ def _ratios(text):
   return ratios
 
 
+def _positive_int(text):
+  try:
+    value = int(text)
+  except ValueError:
+    value = 0
+  if value < 1:
+    raise argparse.ArgumentTypeError(f"need a whole number of 1 or more, got {text!r}")
+  return value
+
+
 def _language(text):
   try:
     return flcc.canonical_language(text)
@@ -102,7 +112,7 @@ def cmd_build(args) -> dict:
   replace = args.command == "build" and args.overwrite
   report = builder.build(args.flcc_dir, args.data_dir, args.language, options,
                          beam_runner=args.beam_runner, beam_flags=args.beam_options.split(),
-                         overwrite=replace)
+                         overwrite=replace, workers=args.workers)
   vocab = vocabulary.vocab_path(args.data_dir, args.language)
   if replace and files.exists(vocab):
     print(f"note: {vocab} was trained on the dataset this build replaced; "
@@ -238,6 +248,9 @@ def _add_build_flags(parser, need_source, ratios=(0.9, 0.05, 0.05)):
   parser.add_argument("--max_line_length", type=int, default=flcc.Filters.max_line_length,
                       help="skip files with a longer line (characters)")
   parser.add_argument("--max_file_bytes", type=int, default=flcc.Filters.max_file_bytes)
+  parser.add_argument("--workers", type=_positive_int, default=1,
+                      help="processes that read and filter the tree in a build without Beam; "
+                           "the dataset is the same for any number")
   parser.add_argument("--beam_runner", default=None,
                       help="build with Apache Beam on this runner (DirectRunner here; "
                            "DataflowRunner, FlinkRunner... for the 500 GB parts)")

@@ -63,9 +63,11 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
       "`python -m code_t5.data build --flcc_dir=PATH`, or `python -m code_t5.data dev` for "
       "the no-download dev tree.")
 
-  def __init__(self, *, options: BuildOptions = BuildOptions(), fingerprint=None, **kwargs):
+  def __init__(self, *, options: BuildOptions = BuildOptions(), fingerprint=None,
+               workers: int = 1, **kwargs):
     super().__init__(**kwargs)
     self.options = options
+    self.workers = workers  # processes that read and filter the tree (flcc.plan_build)
     self.fingerprint = fingerprint  # recorded in the report
     self.flcc_report = None
     self._beam_flcc_dir = None
@@ -100,7 +102,7 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     with tqdm(desc=f"scan {config.language}", unit=" files", mininterval=1) as progress:
       plan = flcc.plan_build(flcc_dir, config.language,
                              options.ratios, options.holdout_prefixes, options.filters,
-                             progress, options.strict)
+                             progress, options.strict, self.workers)
     self._write_report(plan.report())
     return {split: self._generate_examples(plan.files[split], config.language)
             for split in flcc.SPLITS if plan.files[split]}
@@ -236,20 +238,23 @@ def _differences(recorded: Optional[dict], wanted: dict) -> str:
 
 def build(flcc_dir: str, data_dir: str, language: str,
           options: BuildOptions = BuildOptions(), beam_runner: Optional[str] = None,
-          beam_flags: Sequence[str] = (), overwrite: bool = False) -> dict:
+          beam_flags: Sequence[str] = (), overwrite: bool = False,
+          workers: int = 1) -> dict:
   """Builds `flcc/<language>` into `data_dir` and returns the report.
 
   With `beam_runner` (e.g. "DirectRunner") the build is a Beam pipeline on that runner,
   configured by `beam_flags` (Beam's own command-line flags). A dataset already built in
   `data_dir` from the same tree and options is kept as it is (its report is returned); one
-  built from others is a flcc.BuildMismatchError, or with `overwrite` is replaced.
+  built from others is a flcc.BuildMismatchError, or with `overwrite` is replaced. Without
+  Beam, `workers` processes read and filter the tree; the dataset is the same for any number.
   """
   options = dataclasses.replace(options, beam=beam_runner is not None)
   wanted = fingerprint(flcc_dir, language, options)
   # TFDS lists this folder when the builder is made and catches only OSError; on gs:// TF
   # raises NotFoundError for a folder not there yet.
   files.makedirs(builder_dir(data_dir, language))
-  builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted)
+  builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted,
+                 workers=workers)
   if builder.is_prepared():
     report = json.loads(files.read_text(os.path.join(builder.data_dir, REPORT_FILE)))
     if _recorded_fingerprint(report) == wanted:
@@ -259,7 +264,8 @@ def build(flcc_dir: str, data_dir: str, language: str,
           f"{builder.data_dir}: built from other inputs ("
           f"{_differences(_recorded_fingerprint(report), wanted)}); --overwrite replaces it")
     files.rmtree(builder.data_dir)
-    builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted)
+    builder = Flcc(config=language, data_dir=data_dir, options=options, fingerprint=wanted,
+                 workers=workers)
   beam_options = None
   if beam_runner:
     from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top

@@ -18,6 +18,7 @@ The TFDS builder in `builder.py` turns a plan into a dataset.
 
 import collections
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -95,6 +96,9 @@ class RepositoryError(FlccFormatError):
   def __init__(self, reason: str, message: str):
     super().__init__(message)
     self.reason = reason
+
+  def __reduce__(self):  # raised in a plan's worker process, re-raised in the build's
+    return RepositoryError, (self.reason, str(self))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -547,23 +551,78 @@ def repository_candidates(root: str, language: str, repo_dir: RepositoryDir,
     yield source, sha, size
 
 
+class _Collected(logging.Handler):
+  """A plan worker's warnings, kept to be handed back to the build's process with its
+  results, where the build's own logging (a file, a test's capture) takes them in order."""
+
+  def __init__(self):
+    super().__init__()
+    self.records = []
+
+  def emit(self, record):
+    record.msg, record.args, record.exc_info = record.getMessage(), None, None  # picklable
+    self.records.append(record)
+
+
+_worker_log = None
+
+
+def _start_worker():
+  global _worker_log
+  _worker_log = _Collected()
+  log.handlers, log.propagate = [_worker_log], False
+
+
+def _inspect_repository(root: str, language: str, filters: Filters, strict: bool,
+                        repo_dir: "RepositoryDir"):
+  """One repository's kept files, counts and warnings: the unit of work of a plan."""
+  counts = collections.Counter()
+
+  def count(name, n):
+    counts[name] += n
+  candidates = list(repository_candidates(root, language, repo_dir, filters, count, strict))
+  records = []
+  if _worker_log is not None:
+    records, _worker_log.records = _worker_log.records, []
+  return repo_dir, candidates, counts, records
+
+
+def _inspected(root, language, filters, strict, repos, workers):
+  """_inspect_repository over `repos`, in their order, on `workers` processes."""
+  inspect = functools.partial(_inspect_repository, root, language, filters, strict)
+  if workers <= 1 or len(repos) < 2:
+    yield from map(inspect, repos)
+    return
+  import multiprocessing  # pylint: disable=g-import-not-at-top
+  # A forked worker starts in milliseconds; a spawned one imports code_t5, TensorFlow too.
+  method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+  chunk = max(1, min(16, len(repos) // (8 * workers)))
+  with multiprocessing.get_context(method).Pool(workers, initializer=_start_worker) as pool:
+    # imap hands results back in build order: de-duplication keeps the first copy.
+    yield from pool.imap(inspect, repos, chunksize=chunk)
+
+
 def plan_build(flcc_dir: str, language: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
                holdout_prefixes: str = "", filters: Filters = Filters(),
-               progress=None, strict: bool = False) -> Plan:
-  """Reads every file once: filters, de-duplicates by content and assigns splits."""
+               progress=None, strict: bool = False, workers: int = 1) -> Plan:
+  """Reads every file once: filters, de-duplicates by content and assigns splits. With
+  `workers` > 1, that many processes read and filter repositories; the plan is the same for
+  any number. (On 2 cores, 2 workers did not pay: 5,000 files in 0.17 s either way, 20,000
+  in 1.8-2.3 s, as noisy as one; the reads and filters are a third of a build, TFDS' encoding
+  and writing the rest.)"""
   check_language(language)
   root, method, repos = assign_splits(flcc_dir, language, ratios, holdout_prefixes)
   counters = collections.Counter()
   files = {split: [] for split in SPLITS}
   seen = set()
-
-  def count(name, n):
-    counters[name] += n
-    if progress is not None and name == "files_processed":
-      progress.update(n)
-  for repo_dir in repos:
-    for source, sha, size in repository_candidates(root, language, repo_dir, filters, count,
-                                                   strict):
+  for repo_dir, candidates, counts, records in _inspected(root, language, filters, strict,
+                                                          repos, workers):
+    for record in records:
+      log.handle(record)
+    counters.update(counts)
+    if progress is not None:
+      progress.update(counts["files_processed"])
+    for source, sha, size in candidates:
       if sha in seen:
         counters[f"skipped:{DUPLICATE}"] += 1
         continue
