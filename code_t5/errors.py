@@ -87,6 +87,6 @@ def run_command(command: str, run, expected=(), verbose: bool = False) -> int:
   return 0
 
 
-def install_if_entry_point() -> None:
-  if running_entry_point():
-    sys.excepthook = _report
+def install() -> None:
+  """Under an entry point (upstream.install decides): the one-line report of an uncaught error."""
+  sys.excepthook = _report

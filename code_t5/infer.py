@@ -12,7 +12,7 @@ from mesh_tensorflow.transformer import utils as mtf_utils
 import tensorflow.compat.v1 as tf
 
 from code_t5 import preprocessors
-from code_t5 import records
+from code_t5 import json_lines
 from code_t5.vocabulary import newline_id
 
 
@@ -29,7 +29,7 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
                              output_filename=gin.REQUIRED):
   """Writes `<output_filename>-<step>`: line i completes prefix i."""
   del model_type
-  prefixes = [prefix for prefix, in records.read_records(input_filename)]
+  prefixes = [prefix for prefix, in json_lines.read_records(input_filename)]
   # Pad the list to whole batches; the extra decodes are dropped below.
   padded = prefixes + [""] * (-len(prefixes) % batch_size)
 
@@ -43,4 +43,4 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
       d.decode("utf-8", errors="replace") if isinstance(d, bytes) else d)
                  for d in decodes[:len(prefixes)]]
   step = mtf_utils.get_step_from_checkpoint_path(checkpoint_path)
-  records.write_lines(completions, f"{output_filename}-{step}")
+  json_lines.write_lines(completions, f"{output_filename}-{step}")

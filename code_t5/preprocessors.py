@@ -4,6 +4,8 @@ Positions are counted in UTF-8 characters (`unit="UTF8_CHAR"`), never bytes, so 
 never falls inside a multi-byte character and inputs + targets is always a piece of the file.
 """
 
+import functools
+
 import gin
 import seqio
 import t5.data.preprocessors as t5_preprocessors
@@ -247,8 +249,6 @@ def cut_at_newline(text, example=None, is_target=False):
   return text.split(NEWLINE, 1)[0].rstrip("\r")
 
 
-@seqio.map_over_dataset
-def content_to_targets(example, content_key="content"):
-  """{"targets": the file}, and the read's FRESH_CURSORS mark when it has one."""
-  kept = {FRESH_CURSORS: example[FRESH_CURSORS]} if FRESH_CURSORS in example else {}
-  return {"targets": example[content_key], **kept}
+# {"targets": the file, and the read's FRESH_CURSORS mark}: FlccSource marks every read.
+content_to_targets = functools.partial(
+    seqio.preprocessors.rekey, key_map={"targets": "content", FRESH_CURSORS: FRESH_CURSORS})

@@ -33,7 +33,7 @@ import tensorflow.compat.v1 as tf
 import tensorflow_datasets as tfds
 
 from code_t5 import preprocessors
-from code_t5 import records
+from code_t5 import json_lines
 from code_t5.vocabulary import newline_id
 
 
@@ -51,7 +51,9 @@ def inputs_mask(ids, eos_id=1):
   return mtf.not_equal(ids, ids)
 
 
-transformer.delimited_lm_inputs_mask = inputs_mask
+def install() -> None:
+  """mesh-tf's delimited_lm (perplexity eval, score) reads inputs_mask (upstream.install)."""
+  transformer.delimited_lm_inputs_mask = inputs_mask
 
 
 def read_only(ids):
@@ -64,7 +66,7 @@ def completions_dataset_fn(sequence_length, vocabulary, dataset_split,
                            input_filename=gin.REQUIRED):
   """score_dataset_fn: the pairs {"prefix", "completion"} of a JSON lines file."""
   del dataset_split
-  pairs = records.read_records(input_filename, ("prefix", "completion"))
+  pairs = json_lines.read_records(input_filename, ("prefix", "completion"))
   inputs_vocab = mtf_utils.inputs_vocabulary(vocabulary)
   targets_vocab = mtf_utils.targets_vocabulary(vocabulary)
   line_break = newline_id(inputs_vocab)
@@ -121,5 +123,5 @@ def score_completions(estimator, input_fn, eval_checkpoint_step, model_dir, voca
   results = list(estimator.predict(input_fn, checkpoint_path=checkpoint_path))
   scores = [float(r["scores"]) for r in results[:num_examples]]
   step = mtf_utils.get_step_from_checkpoint_path(checkpoint_path)
-  records.write_lines([f"{s:.6f}" for s in scores], f"{output_filename}-{step}")
+  json_lines.write_lines([f"{s:.6f}" for s in scores], f"{output_filename}-{step}")
   return scores

@@ -22,7 +22,6 @@ With both set, the hook runs exactly as TensorFlow wrote it.
 import gin
 from tensorflow.python.training import basic_session_run_hooks
 
-from code_t5 import errors
 
 _HOOK = basic_session_run_hooks.CheckpointSaverHook
 _TF_AFTER_CREATE_SESSION = _HOOK.after_create_session
@@ -58,9 +57,5 @@ def _after_create_session(hook, session, coord):
 
 
 def install() -> None:
+  """Under t5's entry point (upstream.install decides); tests call it in their runs too."""
   _HOOK.after_create_session = _after_create_session
-
-
-def install_if_entry_point() -> None:
-  if errors.running_entry_point():
-    install()

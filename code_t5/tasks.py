@@ -219,7 +219,7 @@ MULTILINGUAL = "flcc_multilingual"
 def built_languages(data_dir: str):
   """The languages whose dataset is built in `data_dir`, in flcc.LANGUAGES order."""
   return [language for language in flcc.LANGUAGES
-          if flcc_builder.built(data_dir, language) is not None]
+          if flcc_builder.finished_builder(data_dir, language) is not None]
 
 
 @gin.configurable(module="code_t5")

@@ -26,7 +26,7 @@ def main():
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--flcc_dir", required=True)
   parser.add_argument("--language", default="python")
-  parser.add_argument("--ratios", default="0.9,0.05,0.05")
+  parser.add_argument("--ratios", default=flcc.ratios_text(flcc.DEFAULT_RATIOS))
   args = parser.parse_args()
   ratios = tuple(float(r) for r in args.ratios.split(","))
   plans = [("hash", plan(args.flcc_dir, args.language, ratios, 0)),

@@ -1,4 +1,5 @@
-"""Every `sh` block of README.md and GENTLE_INTRO.md runs, in order: the docs cannot rot.
+"""Every `sh` block of README.md, CONTRIBUTING.md and GENTLE_INTRO.md runs, in order: the docs
+cannot rot.
 
 The blocks run with bash in a scratch workspace that links the repository's .venv, Makefile,
 lock and gin files, so what they write (data/, runs/, files they create) stays there. Where
@@ -9,8 +10,9 @@ A block that runs a mode is also checked for what it wrote (CHECKS): these runs 
 end-to-end tests of eval, perplexity eval, export, finetuning and training from a seqio
 cache, so `test_end_to_end.py` does not launch them a second time. GENTLE_INTRO's commands
 run with the tiny model's gin file after the dev model's (seconds per run instead of
-minutes); README's run as written. Each doc has a workspace of its own, and its blocks run
-in order on one test worker, the two docs side by side.
+minutes); README's run as written. GENTLE_INTRO has a workspace of its own, README and then
+CONTRIBUTING share one; each workspace's blocks run in order on one test worker, the two
+workspaces side by side.
 """
 
 import ast
@@ -28,7 +30,10 @@ from code_t5 import metrics as metrics_lib
 from code_t5 import summaries
 from conftest import FIXTURE_RATIOS, REPO_ROOT, TINY_VOCAB_SIZE
 
-DOCS = ("README.md", "GENTLE_INTRO.md")
+DOCS = ("README.md", "CONTRIBUTING.md", "GENTLE_INTRO.md")
+# CONTRIBUTING's worked examples read README's dev dataset: they run after README's blocks, in
+# its workspace, on its worker.
+WORKSPACE_OF = {"CONTRIBUTING.md": "README.md"}
 LINKED = (".venv", "Makefile", "pyproject.toml", "requirements", "gin_configs", "scripts",
           "_code_t5_mtf_shim.py", "code_t5_mtf_shim.pth")  # the Makefile lists them
 RATIOS = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
@@ -134,6 +139,36 @@ def test_every_function_the_docs_name_exists_where_they_say(doc):
   assert not missing, f"{doc} names what does not exist: {missing}"
 
 
+def _layers():
+  """CONTRIBUTING.md's layer table: module (as `code_t5/<path>`) -> layer."""
+  with open(os.path.join(REPO_ROOT, "CONTRIBUTING.md"), encoding="utf-8") as f:
+    text = f.read()
+  rows = re.findall(r"^\| (\d) \| (.+) \|$", text.split("## Layers", 1)[1].split("\n## ")[0],
+                    flags=re.M)
+  return {f"code_t5/{name}.py": int(layer)
+          for layer, names in rows for name in re.findall(r"`([\w/]+)`", names)}
+
+
+def test_every_module_imports_only_from_lower_layers():
+  layers = _layers()
+  modules = sorted(glob.glob(os.path.join(REPO_ROOT, "code_t5", "**", "*.py"), recursive=True))
+  names = {os.path.relpath(m, REPO_ROOT) for m in modules} - {"code_t5/data/__init__.py"}
+  assert set(layers) == names, ("modules missing from the table, or no longer there",
+                                names ^ set(layers))
+  upward = []
+  for path in sorted(names):
+    with open(os.path.join(REPO_ROOT, path)) as f:
+      tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+      if isinstance(node, ast.ImportFrom) and node.module in ("code_t5", "code_t5.data"):
+        for alias in node.names:
+          imported = f"{node.module.replace('.', '/')}/{alias.name}.py"
+          if imported in layers and layers[imported] >= layers[path]:
+            upward.append(f"{path} (layer {layers[path]}) imports {imported} "
+                          f"(layer {layers[imported]})")
+  assert not upward, upward
+
+
 def _lines(path):
   with open(path, encoding="utf-8") as f:
     text = f.read()
@@ -197,14 +232,22 @@ def _completions(ws, name):
   return lines
 
 
+def _check_decoded(ws, proc, name):
+  """The block's `cat` printed the completions file, written whole (no .incomplete left),
+  after a progress line that counted the two prefixes decoded (padded to a whole batch)."""
+  completions = _completions(ws, name)
+  assert proc.stdout.endswith("".join(c + "\n" for c in completions)), proc.stdout[-500:]
+  assert not glob.glob(os.path.join(ws, "runs", "dev", f"{name}-*.incomplete"))
+  decoded = re.findall(r"^code_t5: decoded (\d+) examples in ", proc.stderr, re.M)
+  assert len(decoded) == 1 and int(decoded[0]) >= 2, proc.stderr[-2000:]
+
+
 def check_infer(ws, proc):
-  del proc
-  _completions(ws, "completions")
+  _check_decoded(ws, proc, "completions")
 
 
 def check_beam(ws, proc):
-  del proc
-  _completions(ws, "beam_completions")
+  _check_decoded(ws, proc, "beam_completions")
 
 
 def check_score(ws, proc):
@@ -306,6 +349,7 @@ def workspaces(tmp_path_factory, flcc_tree, fixture_archive):
   made = {}
 
   def workspace(doc):
+    doc = WORKSPACE_OF.get(doc, doc)
     if doc not in made:
       root = tmp_path_factory.mktemp("docs_" + doc.split(".")[0].lower())
       for name in LINKED:
@@ -318,7 +362,8 @@ def workspaces(tmp_path_factory, flcc_tree, fixture_archive):
 @pytest.mark.slow
 @pytest.mark.parametrize("doc,index", [
     # A doc's blocks build on each other: one worker runs them, in order.
-    pytest.param(doc, index, marks=pytest.mark.xdist_group(f"docs:{doc}"), id=f"{doc}-{index}")
+    pytest.param(doc, index, marks=pytest.mark.xdist_group(f"docs:{WORKSPACE_OF.get(doc, doc)}"),
+                 id=f"{doc}-{index}")
     for doc, index in BLOCKS])
 def test_doc_block_runs(workspaces, doc, index):
   workspace = workspaces(doc)

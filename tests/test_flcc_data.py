@@ -78,9 +78,12 @@ def test_holdout_prefixes_is_the_old_dev_set_recipe(flcc_tree):
 
 
 def test_lines_long_threshold_is_a_flag(flcc_tree):
-  report = flcc.plan_build(flcc_tree, "python", FIXTURE_RATIOS,
-                           filters=flcc.Filters(max_line_length=5000)).report()
-  assert report["files_skipped: lines long"] == 0
+  [long_file] = PLANTED["lines long"]  # a line of 1,206 characters: skipped by default
+  plan = flcc.plan_build(flcc_tree, "python", FIXTURE_RATIOS,
+                         filters=flcc.Filters(max_line_length=5000))
+  kept = {source.path for files in plan.files.values() for source, _ in files}
+  assert long_file in kept
+  assert plan.report()["files_skipped: lines long"] == 0
 
 
 def test_file_size_threshold_is_a_flag(flcc_tree):

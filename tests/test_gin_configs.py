@@ -2,12 +2,13 @@
 
 import glob
 import os
+import re
 
 import gin
 import pytest
 
 import code_t5
-from mesh_tensorflow.transformer import utils as mtf_utils  # noqa: F401  (configurables)
+from mesh_tensorflow.transformer import utils as mtf_utils  # configurables, tpu_mesh_shape
 import pkg_resources
 import t5.models.mesh_transformer  # noqa: F401  (configurables)
 
@@ -112,9 +113,17 @@ def test_a_mode_file_says_what_must_be_set(mode_file, required):
         f"(--gin_param=\"{missing} = ...\")")
 
 
-def test_tpu_mesh_names_its_topology():
-  _parse("models/shared-prefix_lm.gin", "mesh/tpu_v3_32.gin")
-  assert gin.query_parameter("utils.tpu_mesh_shape.tpu_topology") == "v3-32"
+@pytest.mark.parametrize("mesh_file", sorted(
+    os.path.relpath(path, GIN_DIR) for path in glob.glob(os.path.join(GIN_DIR, "mesh", "tpu_*.gin"))))
+def test_each_tpu_mesh_is_the_slice_its_name_says(mesh_file):
+  """mesh/tpu_v3_32.gin: a v3-32 topology, laid out by mesh-tf as 32 cores."""
+  generation, cores = re.fullmatch(r"mesh/tpu_(v\d+)_(\d+)\.gin", mesh_file).groups()
+  _parse("models/shared-prefix_lm.gin", mesh_file)
+  topology = gin.query_parameter("utils.tpu_mesh_shape.tpu_topology")
+  assert topology == f"{generation}-{cores}"
+  shape = mtf_utils.tpu_mesh_shape(topology, gin.query_parameter(
+      "utils.tpu_mesh_shape.model_parallelism"))
+  assert shape.size == int(cores)
 
 
 def test_a_typo_in_a_gin_param_is_an_error():

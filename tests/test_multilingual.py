@@ -90,8 +90,17 @@ def three_languages(tmp_path_factory):
 
 
 def test_each_language_is_built_from_its_own_directory(three_languages):
+  """One tree holds all three: each dataset has every file of its language and no other's."""
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  from code_t5.data import builder  # pylint: disable=g-import-not-at-top
   for language in LANGUAGES.values():
-    assert os.path.isdir(os.path.join(three_languages, "flcc", language, "1.0.0")), language
+    built = builder.finished_builder(three_languages, language)
+    examples = [e for split in built.info.splits
+                for e in tfds.as_numpy(built.as_dataset(split=split))]
+    written = len(REPOS) * (2 if language == "javascript" else 4)
+    assert len(examples) == written, language
+    assert {e["language"].decode() for e in examples} == {language}
+    assert all(e["path"].decode().endswith(CONTENT[language][1]) for e in examples)
 
 
 def test_a_shared_vocabulary_samples_each_language_alike_and_keeps_the_contract(

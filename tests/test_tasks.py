@@ -2,6 +2,8 @@
 
 import collections
 import json
+import os
+import subprocess
 
 import gin
 import pytest
@@ -15,6 +17,7 @@ from code_t5 import infer
 from code_t5 import score
 from code_t5 import tasks
 from code_t5 import vocabulary
+from conftest import PYTHON, QUIET_TF
 
 
 @pytest.fixture
@@ -260,9 +263,20 @@ def test_training_meets_new_cursors_on_every_pass(data_dir_override):
 
 
 def test_validation_examples_are_deterministic(data_dir_override):
+  """The same examples in this process and in another one, whose string hashes differ
+  (PYTHONHASHSEED): eval's cursors come from each file's sha and the seed, nothing else."""
   lengths = {"inputs": 64, "targets": 16}
-  first = _decoded("flcc_python_full_line", "validation", lengths)
-  assert first == _decoded("flcc_python_full_line", "validation", lengths)
+  here = _decoded("flcc_python_full_line", "validation", lengths)
+  assert here and here == _decoded("flcc_python_full_line", "validation", lengths)
+  other = subprocess.run(
+      [PYTHON, "-c", "import json, sys, seqio, test_tasks\n"
+                     "seqio.set_tfds_data_dir_override(sys.argv[1])\n"
+                     "print(json.dumps(test_tasks._decoded('flcc_python_full_line', "
+                     f"'validation', {lengths!r})))", data_dir_override],
+      capture_output=True, text=True, cwd=os.path.dirname(__file__),
+      env=dict(QUIET_TF, TF_CPP_MIN_LOG_LEVEL="3", PYTHONHASHSEED="12345"))
+  assert other.returncode == 0, other.stderr[-3000:]
+  assert [tuple(e) for e in json.loads(other.stdout.strip().splitlines()[-1])] == here
 
 
 def test_prefix_lm_continues_its_prefix(data_dir_override):

@@ -126,7 +126,7 @@ def cmd_build(args) -> dict:
 def _split_texts(data_dir, language, split):
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   from code_t5.data import builder  # pylint: disable=g-import-not-at-top
-  flcc_builder = builder.built(data_dir, language)
+  flcc_builder = builder.finished_builder(data_dir, language)
   if flcc_builder is None:
     raise UsageError(f"{builder.builder_dir(data_dir, language)}: dataset not built; run "
                      f"`python -m code_t5.data build --data_dir={data_dir} --language={language}` first")
@@ -225,7 +225,7 @@ def cmd_dev(args) -> None:
   cmd_vocab(args)
 
 
-def _add_build_flags(parser, need_source, ratios=(0.9, 0.05, 0.05)):
+def _add_build_flags(parser, need_source, ratios=flcc.DEFAULT_RATIOS):
   if need_source:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--flcc_dir", help="FLCC v3 tree: the folder holding v3/, or v3/ itself")

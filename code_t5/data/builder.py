@@ -37,7 +37,7 @@ class FlccConfig(tfds.core.BuilderConfig):
 @dataclasses.dataclass(frozen=True)
 class BuildOptions:
   """How files are filtered and split. Recorded in the report of every build."""
-  ratios: Tuple[float, float, float] = (0.9, 0.05, 0.05)
+  ratios: Tuple[float, float, float] = flcc.DEFAULT_RATIOS
   holdout_prefixes: str = ""
   filters: flcc.Filters = flcc.Filters()
   beam: bool = False  # set by build() from its beam_runner
@@ -115,8 +115,8 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
                            json.dumps(report, indent=1))
     self.flcc_report = report
 
-  def _generate_examples(self, files, language):
-    for source, sha in files:
+  def _generate_examples(self, kept, language):
+    for source, sha in kept:
       yield sha, _example(source, sha, language)
 
   def _beam_split_generators(self, dl_manager: tfds.download.DownloadManager, pipeline):
@@ -284,7 +284,7 @@ def builder_dir(data_dir: str, language: str) -> str:
   return os.path.join(data_dir, Flcc.name, language)
 
 
-def built(data_dir: str, language: str) -> Optional[Flcc]:
+def finished_builder(data_dir: str, language: str) -> Optional[Flcc]:
   """The finished `flcc/<language>` of this code_t5 in `data_dir`, or None."""
   if not files.isdir(builder_dir(data_dir, language)):
     return None  # (TFDS would raise on gs://, see build)

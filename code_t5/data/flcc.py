@@ -27,6 +27,8 @@ import re
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 SPLITS = ("train", "validation", "test")
+# Shares of repositories (files, in a small tree) for each split, unless --ratios says otherwise.
+DEFAULT_RATIOS = (0.9, 0.05, 0.05)
 log = logging.getLogger("code_t5.data")
 
 # Languages of the published dataset: our name -> (the tree's directory name, extensions).
@@ -90,6 +92,10 @@ class MissingSplitError(Exception):
   """A built dataset has no examples in the split a run reads; the message says what to do."""
 
 
+class UnknownLanguageError(FlccFormatError):
+  """A language name that is neither ours nor the tree's spelling of one of LANGUAGES."""
+
+
 class RepositoryError(FlccFormatError):
   """One repository of the tree is malformed; `reason` is one of REPOSITORY_SKIP_REASONS."""
 
@@ -123,7 +129,7 @@ class Plan:
   files: Dict[str, List[Tuple[SourceFile, str]]]  # split -> [(file, sha256)]
   counters: collections.Counter
   split_of_repository: Dict[str, str]  # "<author>/<repo>/<init hash>" -> split
-  ratios: Sequence[float] = (0.9, 0.05, 0.05)
+  ratios: Sequence[float] = DEFAULT_RATIOS
   split_method: str = ""
 
   def report(self) -> dict:
@@ -457,7 +463,7 @@ def stored_file_count(root: str, language: str, author: str, repo: str, init_has
   return count
 
 
-def assign_splits(flcc_dir: str, language: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
+def assign_splits(flcc_dir: str, language: str, ratios: Sequence[float] = DEFAULT_RATIOS,
                   holdout_prefixes: str = "") -> Tuple[str, str, List[RepositoryDir]]:
   """The v3 root, how splits were drawn (HASH, BALANCED or HOLDOUT_PREFIXES) and every
   repository with its split, in build order.
@@ -507,13 +513,13 @@ def canonical_language(name: str) -> str:
     if name.lower() in (language, tree_name.lower()):
       return language
   known = ", ".join(f"{l} ({t})" for l, (t, _) in sorted(LANGUAGES.items()))
-  raise FlccFormatError(f"unknown language {name!r}; known: {known}")
+  raise UnknownLanguageError(f"unknown language {name!r}; known: {known}")
 
 
 def check_language(language: str) -> None:
   canonical_language(language)
   if language not in LANGUAGES:
-    raise FlccFormatError(f"{language!r}: use the name {canonical_language(language)!r}")
+    raise UnknownLanguageError(f"{language!r}: use the name {canonical_language(language)!r}")
 
 
 def check_not_empty(flcc_dir: str, language: str, kept: int, counters) -> None:
@@ -602,7 +608,7 @@ def _inspected(root, language, filters, strict, repos, workers):
     yield from pool.imap(inspect, repos, chunksize=chunk)
 
 
-def plan_build(flcc_dir: str, language: str, ratios: Sequence[float] = (0.9, 0.05, 0.05),
+def plan_build(flcc_dir: str, language: str, ratios: Sequence[float] = DEFAULT_RATIOS,
                holdout_prefixes: str = "", filters: Filters = Filters(),
                progress=None, strict: bool = False, workers: int = 1) -> Plan:
   """Reads every file once: filters, de-duplicates by content and assigns splits. With

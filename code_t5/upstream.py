@@ -1,0 +1,47 @@
+"""Every change code_t5 makes to the behaviour of t5, seqio, mesh-tf and TensorFlow, in one place.
+
+`import code_t5` calls `install()` once. What it changes, and where each change lives:
+
+  anywhere
+    mesh_tensorflow.transformer.transformer.delimited_lm_inputs_mask -> score.inputs_mask
+        a causal model's rows have no inputs (perplexity eval, score count every position)
+  under t5's mesh_transformer_main or seqio's cache_tasks_main (errors.ENTRY_POINTS) only
+    sys.excepthook -> errors.report: an uncaught error is one line, `code_t5: error: ...`
+    CheckpointSaverHook.after_create_session -> startup: no graph or checkpoint writes before
+        the first step (gin: code_t5.startup_writes)
+    Estimator.train, Estimator.predict -> progress: progress lines, code_t5.train_budget
+    t5's path flags (--model_dir, --t5_tfds_data_dir, ...) -> files.check_path_flags: a gs://
+        bucket that does not exist is one line before t5 makes the model dir
+  under seqio's cache_tasks_main only
+    seqio_cache.clean_up_if_entry_point: Beam's beam-temp-* of the selected Tasks removed
+
+Private names read without being changed (decoding._call_internal, vocabulary's seqio
+internals), the `.pth` shim that runs before any of this, and the gin files that shadow t5's
+of the same name are listed with these in CONTRIBUTING.md, "Upstream patches": what an
+upgrade of t5, seqio, mesh-tf or TensorFlow must check again.
+"""
+
+from code_t5 import errors
+from code_t5 import files
+from code_t5 import progress
+from code_t5 import score
+from code_t5 import seqio_cache
+from code_t5 import startup
+
+_installed = False
+
+
+def install() -> None:
+  """Installs the changes above (once; a second call changes nothing). The Tasks must be
+  registered first: the cache clean-up selects among them."""
+  global _installed
+  if _installed:
+    return
+  _installed = True
+  score.install()
+  if errors.running_entry_point():
+    errors.install()
+    startup.install()
+    progress.install()
+    files.check_path_flags()
+  seqio_cache.clean_up_if_entry_point()
