@@ -10,6 +10,8 @@ import glob
 import json
 import os
 import re
+import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -17,7 +19,8 @@ import pytest
 from code_t5 import progress
 from code_t5 import summaries
 import mesh_main_runs
-from conftest import TINY_MODEL, run_mesh_main, saved_model_completions
+from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, mesh_main_runs_command,
+                      run_mesh_main, saved_model_completions)
 
 # The tests share one trained model: one worker runs them all.
 pytestmark = pytest.mark.xdist_group("end_to_end")
@@ -68,34 +71,73 @@ def trained_model_dir(trained_model):
   return trained_model[0]
 
 
-def _infer(model_dir, data_dir, tmp_path, name, gin_files=(), gin_params=()):
-  """Completions of PREFIXES, one per prefix, through infer_full_line.gin (+ gin_files)."""
-  input_file = tmp_path / "prefixes.jsonl"
-  input_file.write_text("".join(json.dumps({"prefix": p}) + "\n" for p in PREFIXES))
-  output = tmp_path / name
-  proc = _main(model_dir, data_dir,
-        ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "infer_full_line.gin", *gin_files],
-        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
-                      f"INPUT_FILE = '{input_file}'",
-                      f"OUTPUT_FILE = '{output}'",
-                      *gin_params])
-  assert not os.path.exists(f"{output}-{TRAIN_STEPS}.incomplete")
-  # code_t5/progress.py counts what the model decoded: the prefixes, padded to whole batches.
-  decoded = re.findall(r"^code_t5: decoded (\d+) examples in ", proc.stderr, re.M)
-  assert len(decoded) == 1 and int(decoded[0]) >= len(PREFIXES), proc.stderr[-2000:]
-  with open(f"{output}-{TRAIN_STEPS}") as f:
-    completions = f.read().split("\n")
-  assert completions[-1] == "" and len(completions) == len(PREFIXES) + 1
-  return completions[:-1]
-
-
 GREEDY_8 = ["Unitransformer.sample_autoregressive.max_steps = 8"]
+NEVER_END = ["Unitransformer.sample_autoregressive.never_end = True"]
+BEAM_8 = ["code_t5.prefix_lm_beam_search.max_steps = 8"]
+BEAM_1_NEVER_END = BEAM_8 + ["code_t5.prefix_lm_beam_search.beam_size = 1",
+                             "code_t5.prefix_lm_beam_search.never_end = True"]
+# What score mode reads: two completions of each prefix, then one completion after TAIL and
+# after LONG_LINE + TAIL, which must score alike (the long line is cut off).
+SCORED = [(p, c) for p in PREFIXES for c in ("(x)", " = 1")] + [(TAIL, " x"),
+                                                                  (LONG_LINE + TAIL, " x")]
 
 
 @pytest.fixture(scope="module")
-def greedy_completions(trained_model_dir, flcc_data_dir, tmp_path_factory):
-  return _infer(trained_model_dir, flcc_data_dir, tmp_path_factory.mktemp("greedy"),
-                "greedy", gin_params=GREEDY_8)
+def decoded(trained_model_dir, flcc_data_dir, tmp_path_factory):
+  """Every way of decoding the trained model, in one process (tests/mesh_main_runs.py: the
+  imports paid once): infer (greedy; greedy and beam search of width one with EOS forbidden;
+  beam search), score of SCORED, export. {name: (what it wrote, its stderr)}."""
+  root = tmp_path_factory.mktemp("decoded")
+  (root / "prefixes.jsonl").write_text("".join(json.dumps({"prefix": p}) + "\n"
+                                              for p in PREFIXES))
+  (root / "pairs.jsonl").write_text("".join(json.dumps({"prefix": p, "completion": c}) + "\n"
+                                            for p, c in SCORED))
+  model = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
+  common = TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'"]
+
+  def infer(name, gin_files, params):
+    return name, mesh_main_command(
+        trained_model_dir, flcc_data_dir, model + ["infer_full_line.gin", *gin_files],
+        common + [f"INPUT_FILE = '{root / 'prefixes.jsonl'}'",
+                  f"OUTPUT_FILE = '{root / name.replace(' ', '_')}'", *params])
+  runs = [
+      infer("greedy", [], GREEDY_8),
+      infer("greedy never ending", [], GREEDY_8 + NEVER_END),
+      infer("beam 1 never ending", ["beam_search.gin"], BEAM_1_NEVER_END),
+      infer("beam", ["beam_search.gin"], BEAM_8),
+      ("scores", mesh_main_command(trained_model_dir, flcc_data_dir, model + ["score.gin"],
+                                   common + [f"INPUT_FILE = '{root / 'pairs.jsonl'}'",
+                                             f"OUTPUT_FILE = '{root / 'scores'}'"])),
+      ("export", mesh_main_command(trained_model_dir, flcc_data_dir, model + ["export.gin"],
+                                   common + [f"EXPORT_PATH = '{root / 'export'}'"] + GREEDY_8)),
+  ]
+  proc = subprocess.run(mesh_main_runs_command([command for _, command in runs]),
+                        cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  printed = [text for _, text in mesh_main_runs.split_output(proc.stderr, time.time())]
+  assert len(printed) == len(runs)
+  results = {}
+  for (name, _), stderr in zip(runs, printed):
+    if name == "export":
+      results[name] = (str(root / "export"), stderr)
+      continue
+    output = root / f"{name.replace(' ', '_')}-{TRAIN_STEPS}"
+    assert not os.path.exists(f"{output}.incomplete")
+    with open(output) as f:
+      lines = f.read().split("\n")
+    assert lines[-1] == "", name  # one line per record, each ended
+    results[name] = ([float(x) for x in lines[:-1]] if name == "scores" else lines[:-1], stderr)
+  return results
+
+
+def _completions(decoded, name):
+  """An infer run's completions, one per prefix, after its progress line counted them."""
+  completions, stderr = decoded[name]
+  assert len(completions) == len(PREFIXES)
+  # code_t5/progress.py counts what the model decoded: the prefixes, padded to whole batches.
+  counted = re.findall(r"^code_t5: decoded (\d+) examples in ", stderr, re.M)
+  assert len(counted) == 1 and int(counted[0]) >= len(PREFIXES), stderr[-2000:]
+  return completions
 
 
 @pytest.mark.slow
@@ -198,63 +240,40 @@ def test_bitransformer_trains_and_startup_writes_come_back_when_asked(flcc_data_
 
 
 @pytest.mark.slow
-def test_infer_completes_each_prefix_from_its_last_lines(greedy_completions):
-  assert greedy_completions[1] == greedy_completions[0]  # LONG_LINE was cut off
-  assert all("\n" not in c for c in greedy_completions)
+def test_infer_completes_each_prefix_from_its_last_lines(decoded):
+  greedy = _completions(decoded, "greedy")
+  assert greedy[1] == greedy[0]  # LONG_LINE was cut off: the same last lines, the same line
+  assert all("\n" not in c for c in greedy)
+  # Not a comparison of nothing: with EOS forbidden a completion has text unless the model's
+  # first token ends the line; the two prefixes agree there too.
+  never_ending = _completions(decoded, "greedy never ending")
+  assert never_ending[1] == never_ending[0] and any(never_ending)
 
 
 @pytest.mark.slow
-def test_beam_search_of_width_one_without_eos_is_greedy(trained_model_dir, flcc_data_dir,
-                                                        tmp_path):
-  """With EOS forbidden, beam 1 keeps the argmax token at each step: greedy decoding."""
-  greedy = _infer(trained_model_dir, flcc_data_dir, tmp_path, "greedy",
-                  gin_params=GREEDY_8 + ["Unitransformer.sample_autoregressive.never_end = True"])
-  beam = _infer(trained_model_dir, flcc_data_dir, tmp_path, "beam", ["beam_search.gin"], [
-      "code_t5.prefix_lm_beam_search.beam_size = 1", "code_t5.prefix_lm_beam_search.max_steps = 8",
-      "code_t5.prefix_lm_beam_search.never_end = True"])
-  # Not a comparison of nothing: some completion has text (a line ends at its first newline,
-  # so one may be empty). How many differ depends on how the 30 steps of the tiny model went
-  # (one to four distinct here: CPU training is not bit-identical from run to run), so that
-  # is not asserted.
+def test_beam_search_of_width_one_without_eos_is_greedy(decoded):
+  """With EOS forbidden, beam 1 keeps the argmax token at each step: greedy decoding. How many
+  completions differ from each other depends on how the 30 steps of the tiny model went (one
+  to four distinct here: CPU training is not bit-identical from run to run), so that is not
+  asserted; that some has text is."""
+  greedy = _completions(decoded, "greedy never ending")
   assert any(greedy)
-  assert beam == greedy
-
-
-def _score(model_dir, data_dir, tmp_path, pairs):
-  input_file = tmp_path / "pairs.jsonl"
-  input_file.write_text("".join(json.dumps({"prefix": p, "completion": c}) + "\n"
-                                for p, c in pairs))
-  output = tmp_path / "scores"
-  _main(model_dir, data_dir, ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "score.gin"],
-        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
-                      f"INPUT_FILE = '{input_file}'",
-                      f"OUTPUT_FILE = '{output}'"])
-  with open(f"{output}-{TRAIN_STEPS}") as f:
-    return [float(line) for line in f.read().splitlines()]
+  assert _completions(decoded, "beam 1 never ending") == greedy
 
 
 @pytest.mark.slow
-def test_beam_search_and_score_modes(trained_model_dir, flcc_data_dir, greedy_completions,
-                                     tmp_path):
-  beam = _infer(trained_model_dir, flcc_data_dir, tmp_path, "beam", ["beam_search.gin"],
-                ["code_t5.prefix_lm_beam_search.max_steps = 8"])
+def test_beam_search_and_score_modes(decoded):
+  beam = _completions(decoded, "beam")
   assert beam[1] == beam[0] and all("\n" not in c for c in beam)
-  scores = _score(trained_model_dir, flcc_data_dir, tmp_path,
-                  list(zip(PREFIXES, greedy_completions)) + list(zip(PREFIXES, beam)) +
-                  [(TAIL, " x"), (LONG_LINE + TAIL, " x")])
-  assert len(scores) == 2 * len(PREFIXES) + 2  # the padding rows of the last batch dropped
+  scores, _ = decoded["scores"]
+  assert len(scores) == len(SCORED)  # the padding rows of the last batch dropped
   assert all(-1000 < s < 0 for s in scores)
   assert scores[-1] == pytest.approx(scores[-2], abs=1e-4)  # scored from the same last lines
   assert scores[-1] != pytest.approx(scores[0], abs=1e-3)  # and the completion matters
 
 
 @pytest.mark.slow
-def test_export_then_complete_lines_from_the_saved_model(trained_model_dir, flcc_data_dir,
-                                                        greedy_completions, tmp_path):
-  export_dir = str(tmp_path / "export")
-  _main(trained_model_dir, flcc_data_dir,
-        ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "export.gin"],
-        TINY_MODEL + ["MIXTURE_NAME = 'flcc_python_full_line'",
-                      f"EXPORT_PATH = '{export_dir}'"] + GREEDY_8)
+def test_export_then_complete_lines_from_the_saved_model(decoded):
+  export_dir, _ = decoded["export"]
   # The same prefixes, cut the same way, decoded the same way as infer mode.
-  assert saved_model_completions(export_dir, PREFIXES, 4) == greedy_completions
+  assert saved_model_completions(export_dir, PREFIXES, 4) == _completions(decoded, "greedy")
