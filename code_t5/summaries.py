@@ -50,9 +50,14 @@ def literal_bindings(path: str) -> dict:
   """{"selector.arg": value} of the gin file at `path`, as gin parses it: a macro under its
   name ("d_model"), a binding as written ("utils.run.batch_size"); references and macros used
   as values are None."""
+  return literal_bindings_of(files.read_text(path))
+
+
+def literal_bindings_of(text: str) -> dict:
+  """literal_bindings of gin text (a file's, or --gin_param bindings one per line)."""
   from gin import config_parser  # pylint: disable=g-import-not-at-top
   bindings = {}
-  for statement in config_parser.ConfigParser(io.StringIO(files.read_text(path)), _Literals()):
+  for statement in config_parser.ConfigParser(io.StringIO(text), _Literals()):
     if isinstance(statement, config_parser.BindingStatement):
       bindings[".".join(filter(None, (statement.selector, statement.arg_name)))] = statement.value
   return bindings

@@ -32,7 +32,6 @@ Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes 
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -41,18 +40,16 @@ import numpy as np
 
 from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command
 MODEL_GIN = "models/causal_lm_dev.gin"
-LENGTHS_GIN = "sequence_lengths/dev.gin"  # what the dev models train on: rows and lengths
+LENGTHS_GIN = "sequence_lengths/dev.gin"  # the dev models' lengths and the prefix LM's rows
 TRAIN_MIXTURE = "flcc_python_causal"
 EVAL_TASK = "flcc_python_full_line"
 
 
 def last_checkpoint_step(model_dir):
-  try:
-    text = open(os.path.join(model_dir, "checkpoint")).read()
-  except FileNotFoundError:
-    return None
-  match = re.search(r'^model_checkpoint_path: ".*-(\d+)"', text, re.M)
-  return int(match.group(1)) if match else None
+  """The step of the checkpoint the model dir's `checkpoint` file names, or None."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = tf.train.latest_checkpoint(model_dir)
+  return int(path.rsplit("-", 1)[1]) if path else None
 
 
 def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False,
@@ -136,9 +133,16 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_st
       sys.exit(f"bench_learning: eval failed; see {log_path}")
 
 
-def positions_per_step():
-  """(rows, inputs + targets) of a dev model step, from LENGTHS_GIN."""
-  literals = gin_literals(LENGTHS_GIN)
+def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_params=()):
+  """(rows, inputs + targets) of a dev model step: the run's own once it has trained
+  (summaries.per_step); before, LENGTHS_GIN's with the model file's own bindings
+  (models/causal_lm_dev.gin sets 8 rows) and `gin_params` (--gin_param) over it."""
+  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  step = summaries.per_step(model_dir)
+  if step:
+    return step["sequences"], step["token_positions"] // step["sequences"]
+  literals = {**gin_literals(LENGTHS_GIN), **gin_literals(model_gin),
+              **summaries.literal_bindings_of("\n".join(gin_params))}
   method, rows = literals["utils.run.batch_size"]
   assert method == "sequences_per_batch", literals
   return rows, sum(literals["utils.run.sequence_length"].values())
@@ -174,7 +178,7 @@ def train_peer(model_dir, steps, task_name, at_steps=(), on_step=None):
   vocab = task.output_features["targets"].vocabulary
   texts = [ex["content"].decode("utf-8") for ex in
            task.source.get_dataset(split="train", shuffle=False).as_numpy_iterator()]
-  rows, context = positions_per_step()
+  rows, context = positions_per_step(model_dir)
   config = gpt_peer.PeerConfig(rows=rows, context=context)
   print(f"training the GPT peer for {steps} steps of {rows} x {context} tokens ...",
         file=sys.stderr, flush=True)
@@ -254,7 +258,7 @@ def main():
                            f"{EVAL_TASK})")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
-  rows, context = positions_per_step()
+  rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_param)
   args.steps = args.steps or -(-args.tokens // (rows * context))
 
   budget, train_wall = args.steps, None
