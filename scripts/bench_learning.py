@@ -133,15 +133,17 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_st
       sys.exit(f"bench_learning: eval failed; see {log_path}")
 
 
-def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_params=()):
+def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   """(rows, inputs + targets) of a dev model step: the run's own once it has trained
-  (summaries.per_step); before, LENGTHS_GIN's with the model file's own bindings
-  (models/causal_lm_dev.gin sets 8 rows) and `gin_params` (--gin_param) over it."""
+  (summaries.per_step); before, LENGTHS_GIN's with the bindings written in the model file
+  (models/causal_lm_dev.gin sets 8 rows), `gin_files` (--gin_file) and `gin_params`
+  (--gin_param) over it, in the order the run reads them."""
   from code_t5 import summaries  # pylint: disable=g-import-not-at-top
   step = summaries.per_step(model_dir)
   if step:
     return step["sequences"], step["token_positions"] // step["sequences"]
   literals = {**gin_literals(LENGTHS_GIN), **gin_literals(model_gin),
+              **{k: v for f in gin_files for k, v in gin_literals(f).items()},
               **summaries.literal_bindings_of("\n".join(gin_params))}
   method, rows = literals["utils.run.batch_size"]
   assert method == "sequences_per_batch", literals
@@ -166,10 +168,11 @@ def curve_steps(steps, points):
   return sorted({max(1, round(steps * i / points)) for i in range(1, points + 1)})
 
 
-def train_peer(model_dir, steps, task_name, at_steps=(), on_step=None):
+def train_peer(model_dir, steps, rows, context, task_name, at_steps=(), on_step=None):
   """(peer, vocabulary, newline id, losses, wall seconds): the GPT peer trained on the Task's
-  train split for `steps` steps as long as the model's (resumed from <model_dir>/peer/peer.pt
-  if there); `on_step(step, peer, vocabulary, newline id)` at each of `at_steps`."""
+  train split for `steps` steps of `rows` x `context` tokens, as the model's (resumed from
+  <model_dir>/peer/peer.pt if there); `on_step(step, peer, vocabulary, newline id)` at each of
+  `at_steps`."""
   import seqio  # pylint: disable=g-import-not-at-top
   import gpt_peer  # pylint: disable=g-import-not-at-top
   from code_t5 import baselines  # pylint: disable=g-import-not-at-top
@@ -178,7 +181,6 @@ def train_peer(model_dir, steps, task_name, at_steps=(), on_step=None):
   vocab = task.output_features["targets"].vocabulary
   texts = [ex["content"].decode("utf-8") for ex in
            task.source.get_dataset(split="train", shuffle=False).as_numpy_iterator()]
-  rows, context = positions_per_step(model_dir)
   config = gpt_peer.PeerConfig(rows=rows, context=context)
   print(f"training the GPT peer for {steps} steps of {rows} x {context} tokens ...",
         file=sys.stderr, flush=True)
@@ -258,7 +260,8 @@ def main():
                            f"{EVAL_TASK})")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
-  rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_param)
+  rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
+                                     args.gin_param)
   args.steps = args.steps or -(-args.tokens // (rows * context))
 
   budget, train_wall = args.steps, None
@@ -288,6 +291,9 @@ def main():
   features = seqio.get_mixture_or_task(EVAL_TASK).output_features
   windows = [baselines.model_window(prefix, features["inputs"], report["input_length"])
              for prefix, _ in baselines.task_examples(EVAL_TASK, "validation", len(targets))]
+  # What the run trained (its operative config, now that it has one): the peer's rows too.
+  rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
+                                     args.gin_param)
   positions = rows * context
 
   def curve_point(at, predictions):
@@ -317,8 +323,8 @@ def main():
       with open(peer_curve_path + ".tmp", "w") as f:
         json.dump(peer_completions, f)
       os.replace(peer_curve_path + ".tmp", peer_curve_path)
-    peer, vocab, newline, _, peer_wall = train_peer(args.model_dir, step, EVAL_TASK,
-                                                    at_steps, score_peer)
+    peer, vocab, newline, _, peer_wall = train_peer(args.model_dir, step, rows, context,
+                                                    EVAL_TASK, at_steps, score_peer)
     if step not in peer_completions:
       score_peer(step, peer, vocab, newline)
     curve["peer"] = [curve_point(at, peer_completions[at]) for at in sorted(peer_completions)
