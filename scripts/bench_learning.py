@@ -320,6 +320,8 @@ def main():
     def score_peer(at, model, vocab, newline):
       print(f"the peer at step {at} on the same examples ...", file=sys.stderr, flush=True)
       peer_completions[at] = gpt_peer.complete(model, vocab, windows, newline, max_new)
+      # Before the peer's first checkpoint (every 100 steps) nothing has made its folder.
+      os.makedirs(os.path.dirname(peer_curve_path), exist_ok=True)
       with open(peer_curve_path + ".tmp", "w") as f:
         json.dump(peer_completions, f)
       os.replace(peer_curve_path + ".tmp", peer_curve_path)
