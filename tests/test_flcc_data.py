@@ -293,7 +293,7 @@ def test_interrupted_dev_tree_is_not_taken_as_complete(tmp_path):
 def test_cpp_dev_tree_is_abseil_from_the_tensorflow_wheel(tmp_path):
   """The second dev language: C++ headers the installed TensorFlow ships, one repository per
   Abseil library, laid out under C++/.h as the dataset spells it and read back by flcc.py."""
-  v3 = tree_writer.write_dev_tree(str(tmp_path / "flcc_cpp"), max_files=40, language="cpp")
+  v3 = tree_writer.write_dev_tree(str(tmp_path / "flcc_cpp"), max_files=40, source="abseil")
   assert os.listdir(os.path.join(v3, "languages")) == ["C++"]
   _, _, repositories = flcc.assign_splits(os.path.dirname(v3), "cpp")
   files = [f for repo in repositories for f in flcc.list_repository_files(v3, "cpp", repo)[0]]
@@ -311,4 +311,31 @@ def test_dev_of_a_language_without_a_dev_tree_is_one_line(tmp_path):
   proc = run_data_cli("dev", "--language=Java", f"--root={tmp_path}", check=False)
   assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
   assert "no dev tree for java" in proc.stderr and "python" in proc.stderr and "cpp" in proc.stderr
+  assert not os.listdir(tmp_path)
+
+
+def test_environment_dev_tree_adds_the_installed_packages_after_the_stdlib(tmp_path):
+  """The larger Python dev source: the stdlib, then the environment's site-packages, one
+  repository per package (`packages/<name>`), real files, their tests left out."""
+  import sysconfig  # pylint: disable=g-import-not-at-top
+  stdlib_files = sum(len(f) for f in tree_writer.stdlib_repositories().values())
+  repositories = tree_writer.environment_repositories(max_files=stdlib_files + 60)
+  assert sum(len(f) for f in repositories.values()) == stdlib_files + 60
+  packages = {name: f for name, f in repositories.items() if name.startswith("packages/")}
+  assert packages and sum(len(f) for f in packages.values()) == 60
+  site_packages = sysconfig.get_paths()["purelib"]
+  for name, files_of in packages.items():
+    for path, content in files_of.items():
+      assert not {"tests", "test", "__pycache__"} & set(path.split("/")), path
+      top = name.split("/", 1)[1]
+      assert top.startswith("modules_") or path.split("/", 1)[0] == top, (name, path)
+      with open(os.path.join(site_packages, path), "rb") as real:
+        assert real.read() == content, path
+
+
+def test_dev_source_of_another_language_is_one_line(tmp_path):
+  proc = run_data_cli("dev", "--source=environment", "--language=cpp", f"--root={tmp_path}",
+                      check=False)
+  assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+  assert "--source=environment is python code, not cpp" in proc.stderr
   assert not os.listdir(tmp_path)

@@ -3,8 +3,9 @@
   build  FLCC v3 tree -> `flcc/<language>` in the TFDS data dir, with a filter/split report
   vocab  train split of `flcc/<language>` -> sentencepiece model in the same data dir;
          `--languages=a,b,...`: one model shared by several built languages
-  dev    no download: the interpreter's standard library (or, with --language=cpp, Abseil's
-         C++ headers from the TensorFlow wheel) as an FLCC tree, then build + vocab
+  dev    no download: the interpreter's standard library (with --source=environment, and the
+         installed packages beside it; with --language=cpp, Abseil's C++ headers from the
+         TensorFlow wheel) as an FLCC tree, then build + vocab
 
 Every step can be rerun after an interruption: finished outputs are reused, unfinished ones
 were never renamed into place.
@@ -206,11 +207,29 @@ def dev_tree_dir(root: str, language: str) -> str:
   return os.path.join(root, "flcc" if language == "python" else f"flcc_{language}")
 
 
-def cmd_dev(args) -> None:
-  if args.language not in tree_writer.DEV_SOURCES:
-    raise UsageError(f"no dev tree for {args.language}: dev writes "
-                     + ", ".join(f"{l} ({what})" for l, (what, _) in tree_writer.DEV_SOURCES.items())
+def dev_source(args) -> str:
+  """The dev source `dev` writes: --source, else --language's first (DEV_SOURCES); sets
+  args.language to its language and args.root to data/dev (a language's first source) or
+  data/dev_<source> unless given, so that each source has its own data dir."""
+  language = args.language or "python"
+  source = args.source or tree_writer.default_dev_source(language)
+  if source is None:
+    raise UsageError(f"no dev tree for {language}: dev writes "
+                     + ", ".join(f"{name} ({s.language}: {s.what})"
+                                 for name, s in tree_writer.DEV_SOURCES.items())
                      + "; build other languages from an FLCC tree with `build`")
+  source_language = tree_writer.DEV_SOURCES[source].language
+  if args.language and args.language != source_language:
+    raise UsageError(f"--source={source} is {source_language} code, not {args.language}")
+  args.language = source_language
+  if args.root is None:
+    args.root = (DEFAULT_DEV_ROOT if source == tree_writer.default_dev_source(source_language)
+                 else f"{DEFAULT_DEV_ROOT}_{source}")
+  return source
+
+
+def cmd_dev(args) -> None:
+  source = dev_source(args)
   _require_local(args.root, "the dev tree is written and read on local disk; give a local "
                  "--root (--data_dir may be gs://)")
   flcc_dir = dev_tree_dir(args.root, args.language)
@@ -218,8 +237,8 @@ def cmd_dev(args) -> None:
   if files.isdir(os.path.join(flcc_dir, "v3")):
     print(f"dev tree exists: {flcc_dir}")
   else:
-    print(f"writing {tree_writer.DEV_SOURCES[args.language][0]} as an FLCC v3 tree to {flcc_dir} ...")
-    tree_writer.write_dev_tree(flcc_dir, max_files=args.max_files, language=args.language)
+    print(f"writing {tree_writer.DEV_SOURCES[source].what} as an FLCC v3 tree to {flcc_dir} ...")
+    tree_writer.write_dev_tree(flcc_dir, max_files=args.max_files, source=source)
   args.flcc_dir = flcc_dir
   cmd_build(args)
   cmd_vocab(args)
@@ -288,15 +307,20 @@ def make_parser():
   vocab.set_defaults(run=cmd_vocab)
 
   dev = sub.add_parser("dev", help="no-download dev dataset and vocabulary: the stdlib "
-                                    "(python) or Abseil's headers (--language=cpp)")
-  dev.add_argument("--root", default=DEFAULT_DEV_ROOT,
+                                    "(python), the stdlib and the installed packages "
+                                    "(--source=environment) or Abseil's headers (--language=cpp)")
+  dev.add_argument("--source", default=None, choices=sorted(tree_writer.DEV_SOURCES),
+                   help="default: the language's first: stdlib (python), abseil (cpp)")
+  dev.add_argument("--root", default=None,
                    help="writes ROOT/flcc (the tree; ROOT/flcc_cpp for C++) and ROOT/tfds "
-                        "(the data dir)")
+                        f"(the data dir); default {DEFAULT_DEV_ROOT}, or "
+                        f"{DEFAULT_DEV_ROOT}_<source> for a language's other sources")
   dev.add_argument("--data_dir", default=None, help="default: ROOT/tfds")
   dev.add_argument("--max_files", type=int, default=None, help="cap on source files")
   # About 50 stdlib "repositories": larger held-out shares keep validation and test non-empty.
   _add_build_flags(dev, need_source=False, ratios=DEV_RATIOS)
   _add_vocab_flags(dev, DEV_VOCAB_SIZE)
+  dev.set_defaults(language=None)  # the source's (dev_source)
   dev.set_defaults(run=cmd_dev)
   return parser
 
