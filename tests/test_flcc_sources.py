@@ -7,7 +7,9 @@ import os
 import threading
 
 import pytest
+import tensorflow as tf
 import tensorflow_datasets as tfds
+from tensorflow_datasets.core import example_serializer
 
 from code_t5.data import archive
 from code_t5.data import builder
@@ -22,6 +24,14 @@ def _split_shas(data_dir):
   """Each split's shas in the order TFDS reads them."""
   return {split: [e["sha"] for e in tfds.as_numpy(
       tfds.load("flcc/python:1.0.0", split=split, data_dir=data_dir, shuffle_files=False))]
+          for split in flcc.SPLITS}
+
+
+def _records(data_dir):
+  """Each split's serialized examples as TFDS wrote them, in its order."""
+  prepared = builder.finished_builder(data_dir, "python")
+  return {split: [bytes(r.numpy()) for r in tf.data.TFRecordDataset(sorted(
+      tf.io.gfile.glob(os.path.join(prepared.data_dir, f"flcc-{split}.tfrecord*"))))]
           for split in flcc.SPLITS}
 
 
@@ -47,6 +57,24 @@ def test_beam_build_matches_the_in_process_build(flcc_tree, flcc_data_dir, tmp_p
   assert beam_options["beam"] and not plain_options["beam"]
   assert beam_report == plain_report
   assert _split_shas(beam_dir) == _split_shas(flcc_data_dir)
+  # The in-process build serializes examples itself (builder.TextExampleSerializer); Beam's
+  # are TFDS' own: the same bytes.
+  assert _records(beam_dir) == _records(flcc_data_dir)
+
+
+def test_examples_serialize_as_tfds_serializes_them(flcc_tree):
+  """builder.TextExampleSerializer against TFDS' ExampleSerializer, on every kept file of the
+  fixture tree (non-ASCII text included) and on text given as bytes."""
+  features = builder.Flcc(config="python", data_dir="unused").info.features
+  tfds_serializer = example_serializer.ExampleSerializer(features.get_serialized_info())
+  ours = builder.TextExampleSerializer(features.get_serialized_info())
+  plan = flcc.plan_build(flcc_tree, "python", FIXTURE_RATIOS)
+  examples = [builder._example(source, sha, "python")  # pylint: disable=protected-access
+              for kept in plan.files.values() for source, sha in kept]
+  assert any(not e["content"].isascii() for e in examples)
+  for example in examples + [{k: v.encode("utf-8") for k, v in examples[0].items()}]:
+    assert ours.serialize_example(example) == tfds_serializer.serialize_example(
+        features.encode_example(example))
 
 
 def test_build_from_a_local_archive_records_its_checksum(fixture_archive, flcc_data_dir,

@@ -11,6 +11,7 @@ same report.
 """
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -18,6 +19,9 @@ import os
 from typing import Optional, Sequence, Tuple
 
 import tensorflow_datasets as tfds
+from tensorflow_datasets.core import example_serializer
+from tensorflow.core.example import example_pb2
+from tensorflow.core.example import feature_pb2
 from tqdm import tqdm
 
 from code_t5 import files
@@ -77,14 +81,7 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
 
   def _info(self) -> tfds.core.DatasetInfo:
     info = self.dataset_info_from_configs(
-        features=tfds.features.FeaturesDict({
-            "content": tfds.features.Text(),
-            "path": tfds.features.Text(),
-            "repository": tfds.features.Text(),
-            "language": tfds.features.Text(),
-            "extension": tfds.features.Text(),
-            "sha": tfds.features.Text(),
-        }),
+        features=tfds.features.FeaturesDict({name: tfds.features.Text() for name in FEATURES}),
         supervised_keys=None,
         homepage="https://zenodo.org/records/7229669",
     )
@@ -93,6 +90,12 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     # GCS login (the metadata server, then Google) from machines that may have no network.
     info.initialize_from_bucket = _not_in_the_tfds_bucket
     return info
+
+  def _download_and_prepare(self, dl_manager, download_config):
+    if self.options.beam:
+      return super()._download_and_prepare(dl_manager, download_config)
+    with _examples_serialized_directly(self.info.features):
+      return super()._download_and_prepare(dl_manager, download_config)
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager):
     # TFDS makes a Beam pipeline (importing Beam: 0.5-1.5 s) for a builder whose
@@ -187,6 +190,50 @@ def _beam_first_copy(sha_and_copies):
   _inc(f"files:{split}")
   _inc(f"bytes:{split}", size)
   return split, (source, sha)
+
+
+# The features of an example: all text, one value each.
+FEATURES = ("content", "path", "repository", "language", "extension", "sha")
+
+
+class TextExampleSerializer(example_serializer.Serializer):
+  """An example of FEATURES as the tf.train.Example TFDS' ExampleSerializer writes, byte for
+  byte (tests/test_flcc_sources.py compares them), without TFDS' per-feature way through NumPy
+  and its checks, which were most of an in-process build (bench_build.py: 0.6 of 1.0 s at
+  5,000 files). Values are str or bytes."""
+
+  def __init__(self, example_specs):
+    super().__init__(example_specs)
+    # TFDS' order of features: the map's entries serialize in the order they were added.
+    self._names = list(example_serializer.utils.flatten_nest_dict(example_specs))
+
+  def serialize_example(self, example) -> bytes:
+    return example_pb2.Example(features=feature_pb2.Features(feature={
+        name: feature_pb2.Feature(bytes_list=feature_pb2.BytesList(
+            value=[example_serializer._as_bytes(example[name])]))  # pylint: disable=protected-access
+        for name in self._names})).SerializeToString()
+
+
+@contextlib.contextmanager
+def _examples_serialized_directly(features: tfds.features.FeaturesDict):
+  """During an in-process build of `features` (text only), TFDS' split writer serializes each
+  example with TextExampleSerializer, and the features' encoding (a NumPy array a value) is
+  skipped: the serializer takes the text itself. TFDS makes its serializer by the name
+  `example_serializer.ExampleSerializer`; it is restored afterwards (CONTRIBUTING.md,
+  "Upstream patches"). A Beam build's workers keep TFDS' own."""
+  original = example_serializer.ExampleSerializer
+  specs = features.get_serialized_info()
+
+  def serializer(example_specs):
+    return (TextExampleSerializer(example_specs) if example_specs == specs
+            else original(example_specs))
+  example_serializer.ExampleSerializer = serializer
+  features.encode_example = lambda example: example
+  try:
+    yield
+  finally:
+    example_serializer.ExampleSerializer = original
+    del features.encode_example
 
 
 def _example(source: flcc.SourceFile, sha: str, language: str) -> dict:
