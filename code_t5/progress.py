@@ -19,9 +19,13 @@ it writes every 100 steps): that is the curve `python -m code_t5.summaries --plo
 
 A budget stops training at the first step past it, saves that step's checkpoint and says
 so; the same command run again trains for another budget from there. Start-up (graph
-building, restoring) is not counted: the budget is time spent stepping.
+building, restoring) is not counted: the budget is time spent stepping. A run trained in
+segments (train_eval.py: training, an eval, training again) is one run under `one_run`: its
+lines count to run.train_steps, its budget adds up every segment's steps, and one closing
+line ends it.
 """
 
+import contextlib
 import sys
 import time
 from typing import Optional
@@ -62,15 +66,69 @@ def say(text: str) -> None:
   sys.stderr.flush()
 
 
+class Run:
+  """What the progress lines and the budget count over: one Estimator.train call, or under
+  `one_run` every call of a run trained in segments (train_eval.py)."""
+
+  def __init__(self, train_steps: Optional[int]):
+    self.train_steps = train_steps
+    self.budget_minutes = train_budget()
+    self.first_step = None
+    self.step = None
+    self.seconds = 0.0  # spent stepping by the segments that ended
+    self.last_loss = None
+    self.out_of_budget = False
+    self.why = None  # the closing line's reason, if not the budget's or train_steps'
+    self.model_dir = None
+
+  def close(self, rate: float) -> None:
+    if self.first_step is None:
+      return  # nothing trained
+    if self.why:
+      why = self.why
+    elif self.out_of_budget:
+      why = (f"stopped by the {self.budget_minutes:g}-minute budget "
+             "(code_t5.train_budget.minutes)")
+    elif self.train_steps and self.step >= self.train_steps:
+      why = "reached run.train_steps"
+    else:
+      why = "stopped"
+    loss = f", last loss {self.last_loss:.3f}" if self.last_loss is not None else ""
+    say(f"trained steps {self.first_step} -> {self.step} in {duration(self.seconds)} "
+        f"({rate:.2f} steps/s){loss}; {why}; checkpoint "
+        f"{self.model_dir.rstrip('/')}/model.ckpt-{self.step}")
+
+
+_run: Optional[Run] = None  # set by one_run
+
+
+@contextlib.contextmanager
+def one_run(train_steps: Optional[int]):
+  """Every Estimator.train in the block is one run to `train_steps`: progress lines count to
+  it, the time budget counts the steps of all of them, and one closing line ends the block."""
+  global _run
+  run = _run = Run(train_steps)
+  try:
+    yield run
+  finally:
+    _run = None
+    trained = (run.step or 0) - (run.first_step or 0)
+    run.close(trained / run.seconds if run.seconds > 0 else 0.0)
+
+
 class TrainProgressHook(tf.train.SessionRunHook):
   """Prints progress, writes the loss to TensorBoard, and stops at the time budget."""
 
   def __init__(self, model_dir: str, max_steps: Optional[int], clock=time.monotonic):
     self._model_dir = model_dir
-    self._max_steps = max_steps
     self._clock = clock
     self._seconds, self._summary_steps = progress()
-    self._budget_minutes = train_budget()
+    # Within one_run, the run's; else this call is the run.
+    self._own_run = _run is None
+    self._run = Run(max_steps) if self._own_run else _run
+    self._run.model_dir = model_dir
+    self._max_steps = self._run.train_steps
+    self._budget_minutes = self._run.budget_minutes
 
   def begin(self):
     self._global_step = tf.train.get_global_step()
@@ -78,19 +136,23 @@ class TrainProgressHook(tf.train.SessionRunHook):
     losses = tf.get_collection(tf.GraphKeys.LOSSES)
     self._loss = losses[-1] if losses else None
     self._writer = tf.summary.FileWriterCache.get(self._model_dir)
-    self._stopped_by_budget = False
 
   def after_create_session(self, session, coord):
     del coord
     self._first_step = self._step = int(session.run(self._global_step))
+    if self._run.first_step is None:
+      self._run.first_step = self._first_step
     self._start = self._last_line = self._clock()
     self._line_losses, self._summary_losses = [], []
-    self._last_loss = None
     self._rate_origin = None  # (time, step) at the end of the first step: it builds kernels
 
   def before_run(self, run_context):
     del run_context
     return tf.train.SessionRunArgs(self._loss) if self._loss is not None else None
+
+  def _spent(self, now):
+    """Seconds of stepping in this run: earlier segments' and this one's."""
+    return self._run.seconds + now - self._start
 
   def after_run(self, run_context, run_values):
     # One session.run is one step here; on a TPU, iterations_per_loop steps: read the step.
@@ -100,7 +162,7 @@ class TrainProgressHook(tf.train.SessionRunHook):
     self._step = step
     if run_values.results is not None:
       loss = float(run_values.results)
-      self._last_loss = loss
+      self._run.last_loss = loss
       self._line_losses.append(loss)
       self._summary_losses.append(loss)
       if self._summary_steps and step % self._summary_steps == 0:
@@ -109,8 +171,8 @@ class TrainProgressHook(tf.train.SessionRunHook):
     if self._rate_origin is None:
       self._rate_origin = (now, step)
     budget = self._budget_minutes
-    if budget is not None and now - self._start >= 60 * budget:
-      self._stopped_by_budget = True
+    if budget is not None and self._spent(now) >= 60 * budget:
+      self._run.out_of_budget = True
       run_context.request_stop()
     elif self._seconds and now - self._last_line >= self._seconds:
       self._last_line = now
@@ -138,7 +200,7 @@ class TrainProgressHook(tf.train.SessionRunHook):
     if self._max_steps and rate > 0:
       left.append((self._max_steps - self._step) / rate)
     if self._budget_minutes is not None:
-      budget_left = max(60 * self._budget_minutes - (now - self._start), 0)
+      budget_left = max(60 * self._budget_minutes - self._spent(now), 0)
       left.append(budget_left)
       # Under a budget that ends first, the target is where it will stop, not train_steps.
       budget_step = self._step + int(budget_left * rate)
@@ -153,22 +215,14 @@ class TrainProgressHook(tf.train.SessionRunHook):
     return " | ".join(parts)
 
   def end(self, session):
-    self._step = int(session.run(self._global_step))
+    self._step = self._run.step = int(session.run(self._global_step))
     if self._summary_losses:
       self._write_loss(self._step)
     self._writer.flush()
     now = self._clock()
-    if self._stopped_by_budget:
-      why = (f"stopped by the {self._budget_minutes:g}-minute budget "
-             "(code_t5.train_budget.minutes)")
-    elif self._max_steps and self._step >= self._max_steps:
-      why = "reached run.train_steps"
-    else:
-      why = "stopped"
-    loss = f", last loss {self._last_loss:.3f}" if self._last_loss is not None else ""
-    say(f"trained steps {self._first_step} -> {self._step} in {duration(now - self._start)} "
-        f"({self._rate(now):.2f} steps/s){loss}; {why}; checkpoint "
-        f"{self._model_dir.rstrip('/')}/model.ckpt-{self._step}")
+    self._run.seconds += now - self._start
+    if self._own_run:
+      self._run.close(self._rate(now))
 
 
 def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,

@@ -17,6 +17,14 @@ from code_t5 import files
 
 # Written by code_t5/progress.py every few steps; mesh-tf's own `loss` only every 100.
 LOSS_TAGS = ("code_t5/loss", "loss")
+# A train-and-eval run's record of its evals and its best checkpoint (code_t5/train_eval.py).
+TRAIN_EVAL_RECORD = "train_eval.json"
+
+
+def train_eval_record(model_dir: str):
+  """The record a train-and-eval run keeps in `model_dir`, or None (no eval recorded yet)."""
+  path = os.path.join(model_dir, TRAIN_EVAL_RECORD)
+  return json.loads(files.read_text(path)) if files.exists(path) else None
 
 
 def read_scalars(event_dir: str):
@@ -108,6 +116,10 @@ def summarize(model_dir: str, split: str = "validation") -> dict:
       step, _, value = max(values)
       metrics[tag[len("eval/"):]] = {"step": step, "value": round(value, 3)}
   summary["eval"] = metrics
+  record = train_eval_record(model_dir)
+  if record and record.get("best"):
+    summary["best"] = dict(record["best"], metric=record["metric"],
+                           model_dir=os.path.join(model_dir, "best"))
   return summary
 
 
@@ -180,6 +192,9 @@ def _print_summary(args) -> None:
     print(f"eval   no metrics in {os.path.join(args.model_dir, args.split + '_eval')}: no "
           f"full-line eval on {args.split} has run"
           + (f"; evals on {', '.join(others)} have (--split=...)" if others else ""))
+  if "best" in summary:
+    b = summary["best"]
+    print(f"best   {b['metric']} {b['value']:.3f} at step {b['step']}: {b['model_dir']}")
   if args.json:
     files.write_atomically(args.json, json.dumps(summary, indent=1))
   if args.plot:

@@ -63,6 +63,9 @@ SUBSTITUTIONS = [
     ("GENTLE_INTRO.md", "run.train_steps = 600", f"run.train_steps = {TRAIN_STEPS}"),
     ("GENTLE_INTRO.md", "model.ckpt-600", f"model.ckpt-{TRAIN_STEPS}"),
     ("GENTLE_INTRO.md", "run.train_steps = 100", f"run.train_steps = {FINETUNE_STEPS}"),
+    ("GENTLE_INTRO.md", "EVAL_EVERY = 200", "EVAL_EVERY = 3"),
+    ("GENTLE_INTRO.md", "--gin_file=train_and_eval.gin",
+     f"--gin_file=train_and_eval.gin --gin_param=\"EVAL_EXAMPLES = {EVAL_EXAMPLES}\""),
     ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin",
      "--gin_file=eval_full_line.gin "
      f"--gin_param=\"EVAL_EXAMPLES = {EVAL_EXAMPLES}\""),
@@ -214,6 +217,18 @@ def check_eval(ws, proc):
   assert f"{EVAL_EXAMPLES} validation examples of flcc_python_full_line" in proc.stdout
 
 
+def check_train_and_eval(ws, proc):
+  """Evals at every EVAL_EVERY steps, the best of them copied to best/, the summaries' line."""
+  model_dir = os.path.join(ws, "runs", "dev_eval")
+  record = summaries.train_eval_record(model_dir)
+  assert [e["step"] for e in record["evals"]] == [3, TRAIN_STEPS], record
+  best = record["best"]
+  assert best["value"] == max(e["value"] for e in record["evals"])
+  assert os.path.exists(os.path.join(model_dir, "best", f"model.ckpt-{best['step']}.index"))
+  assert (f"best   edit_similarity {best['value']:.3f} at step {best['step']}: "
+          f"{model_dir.replace(ws + os.sep, '')}/best") in proc.stdout, proc.stdout
+
+
 def check_perplexity(ws, proc):
   del proc
   for task in ("flcc_python_full_line", "flcc_python_lm"):
@@ -322,6 +337,7 @@ CHECKS = [
     ("GENTLE_INTRO.md", "--model_dir=runs/dev \\\n", check_training),
     ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin \\\n  --gin_param=\"MIXTURE_NAME = 'flcc_python_full_line'\"",
      check_eval),
+    ("GENTLE_INTRO.md", "--gin_file=train_and_eval.gin", check_train_and_eval),
     ("GENTLE_INTRO.md", "--gin_file=perplexity_eval.gin", check_perplexity),
     ("GENTLE_INTRO.md", "OUTPUT_FILE = 'runs/dev/completions'", check_infer),
     ("GENTLE_INTRO.md", "--gin_file=beam_search.gin", check_beam),

@@ -1,0 +1,168 @@
+"""Train and evaluate in one run (gin_configs/train_and_eval.gin, code_t5/train_eval.py): evals
+at the expected steps with their metrics in TensorBoard, the best checkpoint kept out of
+keep_checkpoint_max's rotation and usable as a model dir, the rate lowered and then the run
+stopped on a planted plateau, and a run killed in the middle of an eval that the same command
+finishes."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from code_t5 import summaries
+from code_t5 import train_eval
+import mesh_main_runs
+from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command,
+                      mesh_main_runs_command)
+
+pytestmark = pytest.mark.xdist_group("train_eval")
+
+STEPS, EVERY = 30, 10
+PLATEAU_STEPS = 40
+CAUSAL = ["models/causal_lm_dev.gin", "mesh/cpu.gin"]
+RUN = [
+    "MIXTURE_NAME = 'flcc_python_causal'",
+    f"run.train_steps = {STEPS}",
+    "run.keep_checkpoint_max = 1",  # only the newest checkpoint stays in the model dir
+    f"EVAL_EVERY = {EVERY}",
+    "EVAL_EXAMPLES = 6",
+] + TINY_MODEL + [
+    # 0.1, so that 30 steps give completions with text, and edit similarity moves.
+    "learning_rate_schedule_noam.warmup_steps = 100",
+]
+
+
+def _train_and_eval(model_dir, data_dir, params=()):
+  return mesh_main_command(model_dir, data_dir, CAUSAL + ["train_and_eval.gin"],
+                           RUN + list(params))
+
+
+def _eval_of_best(model_dir, data_dir):
+  """eval_full_line.gin on <model_dir>/best, the latest (only) checkpoint there."""
+  return mesh_main_command(os.path.join(model_dir, "best"), data_dir,
+                           CAUSAL + ["eval_full_line.gin"],
+                           RUN + ["EVAL_EXAMPLES = 6", "CHECKPOINT_STEP = -1"])
+
+
+def _kill_during_first_eval(command):
+  """Starts `command`, kills it (-9) once its first eval has decoded, before it is recorded."""
+  proc = subprocess.Popen(command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True,
+                          env=QUIET_TF)
+  seen = []
+  for line in proc.stderr:
+    seen.append(line)
+    if line.startswith("code_t5: decoded "):
+      proc.send_signal(signal.SIGKILL)
+      break
+  proc.wait()
+  assert proc.returncode == -signal.SIGKILL, "".join(seen[-40:])
+
+
+@pytest.fixture(scope="module")
+def runs(flcc_data_dir, tmp_path_factory):
+  """A train-and-eval run killed in its first eval, then, in one process: the same command
+  again, a run whose metric can never improve enough (min_delta 1e9: a planted plateau) with
+  LR_PATIENCE 1 and STOP_PATIENCE 2, and an eval of the first run's best/.
+  {name: (model dir, what it printed)}."""
+  model_dir = str(tmp_path_factory.mktemp("train_eval"))
+  plateau_dir = str(tmp_path_factory.mktemp("plateau"))
+  _kill_during_first_eval(_train_and_eval(model_dir, flcc_data_dir))
+  assert train_eval.read_record(model_dir) is None  # killed before the first record
+  commands = [_train_and_eval(model_dir, flcc_data_dir),
+              _train_and_eval(plateau_dir, flcc_data_dir, [
+                  f"run.train_steps = {PLATEAU_STEPS}", "LR_PATIENCE = 1", "STOP_PATIENCE = 2",
+                  "code_t5.train_and_evaluate.min_delta = 1e9"]),
+              _eval_of_best(model_dir, flcc_data_dir)]
+  proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,
+                        text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  outputs = [text for _, text in mesh_main_runs.split_output(proc.stderr, time.time())]
+  return {"resumed": (model_dir, outputs[0]), "plateau": (plateau_dir, outputs[1]),
+          "best": (os.path.join(model_dir, "best"), outputs[2])}
+
+
+@pytest.mark.slow
+def test_evals_at_every_period_in_tensorboard_and_the_record(runs):
+  model_dir, printed = runs["resumed"]
+  record = train_eval.read_record(model_dir)
+  assert [e["step"] for e in record["evals"]] == [10, 20, 30], record
+  scalars = summaries.read_scalars(os.path.join(model_dir, "validation_eval"))
+  tag = "eval/flcc_python_full_line/edit_similarity"
+  for e in record["evals"]:
+    assert e["value"] == pytest.approx(
+        train_eval.metric_value(scalars, e["step"], "edit_similarity")), (e, scalars[tag])
+  # The eval at 10 the kill cut short was done again: its metrics stand at step 10.
+  assert 10 in {step for step, _, _ in scalars[tag]}
+  assert any(value > 0 for _, _, value in scalars[tag]), scalars[tag]
+  # One closing line for the rerun's whole training, 10 -> 30.
+  closing = [l for l in printed.splitlines() if l.startswith("code_t5: trained steps")]
+  assert len(closing) == 1 and closing[0].startswith("code_t5: trained steps 10 -> 30 "), closing
+  assert "reached run.train_steps" in closing[0]
+
+
+@pytest.mark.slow
+def test_the_best_checkpoint_is_the_argmax_and_outlives_the_rotation(runs):
+  model_dir, _ = runs["resumed"]
+  record = train_eval.read_record(model_dir)
+  values = [e["value"] for e in record["evals"]]
+  best_step = record["evals"][values.index(max(values))]["step"]  # the first of equals
+  assert record["best"] == {"step": best_step, "value": max(values)}
+  best_dir = os.path.join(model_dir, "best")
+  assert {f.split(".")[1] for f in os.listdir(best_dir) if f.startswith("model.ckpt-")} == {
+      f"ckpt-{best_step}"}
+  assert os.path.exists(os.path.join(best_dir, f"model.ckpt-{best_step}.index"))
+  with open(os.path.join(best_dir, "checkpoint")) as f:
+    assert f'model_checkpoint_path: "model.ckpt-{best_step}"' in f.read()
+  kept = {f.split(".")[1] for f in os.listdir(model_dir) if f.startswith("model.ckpt-")}
+  assert kept == {f"ckpt-{STEPS}"}  # keep_checkpoint_max = 1 rotated the others away
+  # best/ is a model dir: its eval scores the best step with the metric the record holds.
+  eval_dir, printed = runs["best"]
+  scalars = summaries.read_scalars(os.path.join(eval_dir, "validation_eval"))
+  assert train_eval.metric_value(scalars, best_step, "edit_similarity") == pytest.approx(
+      max(values), abs=1e-6), printed[-2000:]
+
+
+@pytest.mark.slow
+def test_a_plateau_lowers_the_rate_then_stops_the_run(runs):
+  model_dir, printed = runs["plateau"]
+  record = train_eval.read_record(model_dir)
+  assert [e["step"] for e in record["evals"]] == [10, 20, 30], record
+  assert record["best"]["step"] == 10
+  # One eval without improvement (20) halves the rate; one more after the drop (30) halves it
+  # again, and makes two since the best: the stop.
+  assert record["lr_drops"] == [{"step": 20, "lr_factor": 0.5}, {"step": 30, "lr_factor": 0.25}]
+  closing = [l for l in printed.splitlines() if l.startswith("code_t5: trained steps")]
+  assert len(closing) == 1 and closing[0].startswith("code_t5: trained steps 0 -> 30 "), closing
+  assert "stopped early: 2 evals without an improvement" in closing[0]
+  # TensorBoard's learning_rate: the shipped schedule (0.1 here, decaying linearly to 0 at
+  # PLATEAU_STEPS; mesh-tf writes it at each segment's first step, computed at the step
+  # before) times the factor in force when the segment began.
+  rates = sorted(summaries.read_scalars(model_dir)["learning_rate"])
+  assert [step for step, _, _ in rates] == [1, 11, 21], rates
+  for step, _, rate in rates:
+    factor = 0.5 if step > 20 else 1.0
+    assert rate == pytest.approx(factor * 0.1 * (PLATEAU_STEPS - (step - 1)) / PLATEAU_STEPS,
+                                 rel=1e-5), rates
+
+
+def test_a_record_of_another_metric_is_refused(tmp_path):
+  (tmp_path / summaries.TRAIN_EVAL_RECORD).write_text(json.dumps(
+      {"metric": "exact_match", "task": None, "split": "validation", "evals": [], "best": None}))
+  with pytest.raises(ValueError, match="chose its best by exact_match"):
+    train_eval.train_and_evaluate(
+        type("Estimator", (), {"model_dir": str(tmp_path)})(), None, None, None, None, 10,
+        None, eval_every_steps=5, eval_dataset_fn=None)
+
+
+def test_metric_value_is_the_named_tasks_or_the_mean():
+  scalars = {"eval/a_full_line/edit_similarity": [(10, 0.0, 20.0), (20, 0.0, 30.0)],
+             "eval/b_full_line/edit_similarity": [(10, 0.0, 40.0)],
+             "eval/a_full_line/exact_match": [(10, 0.0, 5.0)],
+             "code_t5/loss": [(10, 0.0, 1.0)]}
+  assert train_eval.metric_value(scalars, 10, "edit_similarity") == 30.0
+  assert train_eval.metric_value(scalars, 10, "edit_similarity", "b_full_line") == 40.0
+  assert train_eval.metric_value(scalars, 20, "edit_similarity") == 30.0
+  assert train_eval.metric_value(scalars, 30, "edit_similarity") is None
