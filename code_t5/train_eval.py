@@ -24,6 +24,15 @@ train_and_evaluate the run's schedule is wrapped by `plateau_learning_rate` (a g
 hook, below), which multiplies it by the factor the record holds, so the lowered rate shows in
 TensorBoard's `learning_rate` and outlives a restart. Without `lr_patience` the factor stays 1.
 
+A sibling eval (`eval_full_line.gin` with `CHECKPOINT_STEP = None`, launched beside a training
+run on the same model dir) evaluates each new checkpoint as it appears and keeps the same
+record and best/ (`new_checkpoints`); it ends by itself once it has evaluated the step the
+training ends at (run.train_steps of the training's operative_config.gin), or after
+`code_t5.sibling_eval.idle_minutes` without a new checkpoint. One writer per record: a run
+trained with train_and_eval.gin keeps its own. The training must keep a checkpoint until the
+sibling has read it: with `run.keep_checkpoint_max = 1` the next save deletes the one being
+evaluated.
+
 The metric (`code_t5.train_and_evaluate.metric`, default "edit_similarity") is a Task's
 metric name; on a Mixture, the mean over its Tasks that report it (the full-line Tasks), or
 one Task's with `code_t5.train_and_evaluate.task`.
@@ -31,6 +40,7 @@ one Task's with `code_t5.train_and_evaluate.task`.
 
 import json
 import os
+import time
 from typing import Optional
 
 import gin
@@ -223,3 +233,92 @@ def train_and_evaluate(estimator, vocabulary, sequence_length, batch_size, train
       mtf_utils.train_model(estimator, vocabulary, sequence_length, batch_size,
                             train_dataset_fn, target, ensemble_inputs, **train_kwargs)
       step = _checkpoint_step(model_dir)
+
+
+@gin.configurable(module="code_t5")
+def sibling_eval(idle_minutes=60.0, metric="edit_similarity", task=None, min_delta=0.0):
+  """How an eval launched with CHECKPOINT_STEP = None waits and keeps its record."""
+  return idle_minutes, metric, task, min_delta
+
+
+def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5.0):
+  """Each new checkpoint of `model_dir` as it appears, for mesh-tf's eval loop, which has written
+  a checkpoint's metrics when it asks for the next: the record and best/ are updated then. Ends
+  after the training's last step (its run.train_steps) or `idle_minutes` without a new one."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  idle_minutes, metric, task, min_delta = sibling_eval()
+  split = _run_parameter("dataset_split", "train")  # utils.run's default
+  record = read_record(model_dir) or {"metric": metric, "task": task, "split": split,
+                                      "evals": [], "best": None}
+  _agree_best_with(model_dir, record)
+  evaluated = {e["step"] for e in record["evals"]}
+  last_new = time.monotonic()
+
+  def last_step():
+    return summaries.run_bindings(model_dir).get("train_steps")
+
+  def finished():
+    final = last_step()
+    if final is not None and final in evaluated:
+      return True
+    if time.monotonic() - last_new >= 60 * idle_minutes:
+      progress.say(f"eval: no new checkpoint in {model_dir} for {idle_minutes:g} minutes; done")
+      return True
+    return False
+
+  if finished():
+    return
+  progress.say(f"eval: waiting for new checkpoints in {model_dir} (until step {last_step()} "
+               f"of its training, or {idle_minutes:g} idle minutes)")
+  for path in tf.train.checkpoints_iterator(model_dir, timeout=poll_seconds,
+                                            timeout_fn=finished):
+    step = int(path.rsplit("-", 1)[1])
+    if step <= skip_until or step in evaluated:
+      continue
+    yield path
+    value = metric_value(summaries.read_scalars(os.path.join(model_dir, f"{split}_eval")),
+                         step, metric, task)
+    record = update_record(model_dir, record, step, value, min_delta)
+    evaluated.add(step)
+    last_new = time.monotonic()
+    progress.say(f"eval at step {step}: {metric} {value if value is None else round(value, 3)}; "
+                 f"best {record['best']['value']:.3f} at step {record['best']['step']}"
+                 if record.get("best") else f"eval at step {step}: no {metric}")
+    if last_step() is not None and step >= last_step():
+      return
+
+
+_GET_CHECKPOINT_ITERATOR = None
+
+
+def _run_parameter(name, default=None):
+  """utils.run's `name` as bound in gin, through macros (%SPLIT), or `default`."""
+  try:
+    value = gin.query_parameter(f"utils.run.{name}")
+  except ValueError:
+    return default
+  while isinstance(value, gin.config.ConfigurableReference) and value.evaluate:
+    value = gin.query_parameter(f"{value.scoped_selector}.value")  # a macro: SPLIT/macro
+  return value
+
+
+def _mode():
+  return _run_parameter("mode")
+
+
+def install() -> None:
+  """mesh-tf's checkpoint choice for eval: CHECKPOINT_STEP = None waits with new_checkpoints
+  instead of forever (upstream.py)."""
+  global _GET_CHECKPOINT_ITERATOR
+  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
+  if _GET_CHECKPOINT_ITERATOR is not None:
+    return
+  _GET_CHECKPOINT_ITERATOR = mtf_utils.get_checkpoint_iterator
+
+  def get_checkpoint_iterator(checkpoint_step, model_dir, skip_until=0, stop_after=None,
+                              find_closest=True):
+    if checkpoint_step is None and stop_after is None and _mode() == "eval":
+      return new_checkpoints(model_dir, skip_until)
+    return _GET_CHECKPOINT_ITERATOR(checkpoint_step, model_dir, skip_until, stop_after,
+                                    find_closest)
+  mtf_utils.get_checkpoint_iterator = get_checkpoint_iterator

@@ -12,6 +12,9 @@
     Estimator.train, Estimator.predict -> progress: progress lines, code_t5.train_budget
     t5's path flags (--model_dir, --t5_tfds_data_dir, ...) -> files.check_path_flags: a gs://
         bucket that does not exist is one line before t5 makes the model dir
+    mesh_tensorflow.transformer.utils.get_checkpoint_iterator -> train_eval: an eval with
+        CHECKPOINT_STEP = None evaluates new checkpoints until the training's last (a sibling
+        eval), keeping the best-checkpoint record, instead of waiting forever
   under seqio's cache_tasks_main only
     seqio_cache.clean_up_if_entry_point: Beam's beam-temp-* of the selected Tasks removed
 
@@ -27,6 +30,7 @@ from code_t5 import progress
 from code_t5 import score
 from code_t5 import seqio_cache
 from code_t5 import startup
+from code_t5 import train_eval
 
 _installed = False
 
@@ -44,4 +48,5 @@ def install() -> None:
     startup.install()
     progress.install()
     files.check_path_flags()
+    train_eval.install()
   seqio_cache.clean_up_if_entry_point()

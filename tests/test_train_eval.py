@@ -148,6 +148,34 @@ def test_a_plateau_lowers_the_rate_then_stops_the_run(runs):
                                  rel=1e-5), rates
 
 
+@pytest.mark.slow
+def test_a_sibling_eval_follows_a_training_run_and_ends_by_itself(flcc_data_dir, tmp_path):
+  """eval_full_line.gin with CHECKPOINT_STEP = None beside a training of the same model dir:
+  it evaluates checkpoints as they come, keeps the record and best/, and ends once it has
+  evaluated the training's last step."""
+  model_dir = str(tmp_path / "model")
+  # Checkpoints the sibling is still reading are not rotated away (with 1 kept, they were).
+  run = RUN + ["run.keep_checkpoint_max = 20"]
+  train = subprocess.Popen(mesh_main_command(model_dir, flcc_data_dir, CAUSAL, run),
+                           cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, env=QUIET_TF)
+  sibling = subprocess.run(
+      mesh_main_command(model_dir, flcc_data_dir, CAUSAL + ["eval_full_line.gin"],
+                        run + ["CHECKPOINT_STEP = None",
+                               "code_t5.sibling_eval.idle_minutes = 5"]),
+      cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF, timeout=900)
+  _, train_err = train.communicate(timeout=900)
+  assert train.returncode == 0, train_err[-3000:]
+  assert sibling.returncode == 0, sibling.stderr[-3000:]
+  assert "code_t5: eval: waiting for new checkpoints" in sibling.stderr
+  record = train_eval.read_record(model_dir)
+  steps = [e["step"] for e in record["evals"]]
+  assert steps == sorted(set(steps)) and steps[-1] == STEPS, record
+  values = [e["value"] for e in record["evals"]]
+  assert record["best"]["value"] == max(values)
+  assert os.path.exists(os.path.join(model_dir, "best",
+                                     f"model.ckpt-{record['best']['step']}.index"))
+
+
 def test_a_record_of_another_metric_is_refused(tmp_path):
   (tmp_path / summaries.TRAIN_EVAL_RECORD).write_text(json.dumps(
       {"metric": "exact_match", "task": None, "split": "validation", "evals": [], "best": None}))
