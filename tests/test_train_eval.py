@@ -194,3 +194,43 @@ def test_metric_value_is_the_named_tasks_or_the_mean():
   assert train_eval.metric_value(scalars, 10, "edit_similarity", "b_full_line") == 40.0
   assert train_eval.metric_value(scalars, 20, "edit_similarity") == 30.0
   assert train_eval.metric_value(scalars, 30, "edit_similarity") is None
+
+
+def _save_checkpoints(model_dir, steps):
+  """Real TensorFlow checkpoints model.ckpt-<step> of one variable whose value is the step."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  with tf.Graph().as_default():
+    value = tf.Variable(0.0, name="value")
+    step = tf.placeholder(tf.float32)
+    assign = value.assign(step)
+    saver = tf.train.Saver(max_to_keep=None)
+    with tf.Session() as session:
+      for s in steps:
+        session.run(assign, {step: float(s)})
+        saver.save(session, os.path.join(model_dir, "model.ckpt"), global_step=s,
+                   write_meta_graph=False)  # as code_t5 trains (code_t5/startup.py)
+
+
+def test_a_copy_of_the_best_killed_halfway_leaves_the_record_and_best_in_agreement(tmp_path):
+  """A kill while a better checkpoint (20) was copied into best/, before the record named it:
+  the rerun's reconciliation leaves best/ holding the record's best (10) whole and nothing of
+  20; the eval at 20 done again then copies it whole and the record names it."""
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path)
+  _save_checkpoints(model_dir, [10, 20])
+  record = {"metric": "edit_similarity", "task": None, "split": "validation", "evals": [],
+            "best": None}
+  record = train_eval.update_record(model_dir, record, 10, 5.0, 0.0)
+  best_dir = os.path.join(model_dir, "best")
+  # The kill: the index of 20 copied, its data not yet, the record still naming 10.
+  with open(os.path.join(model_dir, "model.ckpt-20.index"), "rb") as f, \
+       open(os.path.join(best_dir, "model.ckpt-20.index"), "wb") as g:
+    g.write(f.read())
+  train_eval._agree_best_with(model_dir, train_eval.read_record(model_dir))  # pylint: disable=protected-access
+  assert sorted(os.listdir(best_dir)) == ["checkpoint", "model.ckpt-10.data-00000-of-00001",
+                                          "model.ckpt-10.index"]
+  assert tf.train.load_variable(tf.train.latest_checkpoint(best_dir), "value") == 10.0
+  record = train_eval.update_record(model_dir, train_eval.read_record(model_dir), 20, 7.0, 0.0)
+  assert train_eval.read_record(model_dir)["best"] == {"step": 20, "value": 7.0} == record["best"]
+  assert tf.train.load_variable(tf.train.latest_checkpoint(best_dir), "value") == 20.0
+  assert not [f for f in os.listdir(best_dir) if "ckpt-10" in f]
