@@ -234,3 +234,41 @@ def test_a_copy_of_the_best_killed_halfway_leaves_the_record_and_best_in_agreeme
   assert train_eval.read_record(model_dir)["best"] == {"step": 20, "value": 7.0} == record["best"]
   assert tf.train.load_variable(tf.train.latest_checkpoint(best_dir), "value") == 20.0
   assert not [f for f in os.listdir(best_dir) if "ckpt-10" in f]
+
+
+def test_the_time_budget_counts_every_segment_of_a_run(tmp_path, capsys):
+  """Under progress.one_run, two training segments share one budget (a clock that moves 10 s at
+  each read, a 1-minute budget: the second segment stops after its first step, where a budget
+  of its own would have let it run three) and the run ends with one closing line over both."""
+  import gin  # pylint: disable=g-import-not-at-top
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  from code_t5 import progress  # pylint: disable=g-import-not-at-top
+  ticks = iter(range(0, 10_000, 10))  # each step reads the clock twice
+
+  def segment(max_steps):
+    with tf.Graph().as_default():
+      step = tf.train.get_or_create_global_step()
+      loss = tf.constant(1.0)
+      tf.add_to_collection(tf.GraphKeys.LOSSES, loss)
+      train_op = tf.assign_add(step, 1)
+      hooks = [progress.TrainProgressHook(str(tmp_path), max_steps, clock=lambda: next(ticks)),
+               tf.train.StopAtStepHook(last_step=max_steps)]
+      with tf.train.MonitoredTrainingSession(hooks=hooks, checkpoint_dir=str(tmp_path),
+                                             save_checkpoint_steps=1) as session:
+        while not session.should_stop():
+          session.run(train_op)
+      return tf.train.load_variable(str(tmp_path), "global_step")
+
+  with gin.unlock_config():
+    gin.bind_parameter("code_t5.train_budget.minutes", 1)
+  try:
+    with progress.one_run(10) as run:
+      first = segment(2)
+      second = segment(10)
+  finally:
+    gin.clear_config()
+  assert (first, second) == (2, 3) and run.out_of_budget
+  closing = [l for l in capsys.readouterr().err.splitlines()
+             if l.startswith("code_t5: trained steps")]
+  assert closing == [closing[0]] and closing[0].startswith("code_t5: trained steps 0 -> 3 in ")
+  assert "stopped by the 1-minute budget" in closing[0]
