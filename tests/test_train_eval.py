@@ -239,7 +239,7 @@ def test_a_copy_of_the_best_killed_halfway_leaves_the_record_and_best_in_agreeme
 def test_the_time_budget_counts_every_segment_of_a_run(tmp_path, capsys):
   """Under progress.one_run, two training segments share one budget (a clock that moves 10 s at
   each read, a 1-minute budget: the second segment stops after its first step, where a budget
-  of its own would have let it run three) and the run ends with one closing line over both."""
+  of its own would have let it run on) and the run ends with one closing line over both."""
   import gin  # pylint: disable=g-import-not-at-top
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   from code_t5 import progress  # pylint: disable=g-import-not-at-top
