@@ -347,6 +347,9 @@ def main():
                           **{name: preds[i] for name, preds in completions.items()}}) + "\n")
 
   trained = summaries.summarize(args.model_dir).get("train", {})
+  # A model dir holding only a copied checkpoint has no training events: its positions from
+  # its step and what a step reads.
+  trained.setdefault("token_positions", step * positions)
   wall = f", {train_wall / 60:.1f} min of wall time from launch" if train_wall else ""
   print(f"\ndev model at step {step}{wall}; {trained.get('token_positions', '?'):,} token "
         f"positions trained; {len(targets)} validation examples (held-out repositories)")
