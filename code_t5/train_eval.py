@@ -167,6 +167,25 @@ def update_record(model_dir: str, record: dict, step: int, value: Optional[float
   return record
 
 
+def _open_record(model_dir: str, metric: str, task: Optional[str], split: str) -> dict:
+  """The run's record (a new one before its first eval), refused if it chose its best by
+  another metric, Task or split; best/ put back in agreement with it (after a kill)."""
+  record = read_record(model_dir) or {"metric": metric, "task": task, "split": split,
+                                      "evals": [], "best": None}
+  if (record["metric"], record["task"], record["split"]) != (metric, task, split):
+    raise ValueError(f"{record_path(model_dir)}: this run chose its best by {record['metric']} "
+                     f"of {record['task'] or 'every Task'} on {record['split']}; it cannot "
+                     f"change to {metric} of {task or 'every Task'} on {split}")
+  _agree_best_with(model_dir, record)
+  return record
+
+
+def _eval_line(step: int, metric: str, value: Optional[float], record: dict) -> str:
+  best = record.get("best")
+  return (f"eval at step {step}: {metric} {value if value is None else round(value, 3)}"
+          + (f"; best {best['value']:.3f} at step {best['step']}" if best else ""))
+
+
 def evals_without_improvement(record: dict) -> int:
   """Evals since the best one (0 when the last eval is the best)."""
   best = record.get("best")
@@ -192,13 +211,7 @@ def train_and_evaluate(estimator, vocabulary, sequence_length, batch_size, train
   from mesh_tensorflow.transformer import utils as mtf_utils
   global _lr_factor
   model_dir = estimator.model_dir
-  record = read_record(model_dir) or {"metric": metric, "task": task, "split": split,
-                                      "evals": [], "best": None}
-  if (record["metric"], record["task"], record["split"]) != (metric, task, split):
-    raise ValueError(f"{record_path(model_dir)}: this run chose its best by {record['metric']} "
-                     f"of {record['task'] or 'every Task'} on {record['split']}; it cannot "
-                     f"change to {metric} of {task or 'every Task'} on {split}")
-  _agree_best_with(model_dir, record)
+  record = _open_record(model_dir, metric, task, split)
   eval_dir = os.path.join(model_dir, f"{split}_eval")
 
   def evaluate(step):
@@ -210,9 +223,7 @@ def train_and_evaluate(estimator, vocabulary, sequence_length, batch_size, train
     drops = len(record.get("lr_drops", []))
     record = update_record(model_dir, record, step, value, min_delta,
                            (lr_patience, lr_factor, lr_min_factor))
-    best = record["best"]
-    progress.say(f"eval at step {step}: {metric} {value if value is None else round(value, 3)}"
-                 + (f"; best {best['value']:.3f} at step {best['step']}" if best else "")
+    progress.say(_eval_line(step, metric, value, record)
                  + (f"; learning rate lowered to {record['lr_factor']:g} of the schedule's"
                     if len(record.get("lr_drops", [])) > drops else ""))
 
@@ -248,9 +259,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   idle_minutes, metric, task, min_delta = sibling_eval()
   split = _run_parameter("dataset_split", "train")  # utils.run's default
-  record = read_record(model_dir) or {"metric": metric, "task": task, "split": split,
-                                      "evals": [], "best": None}
-  _agree_best_with(model_dir, record)
+  record = _open_record(model_dir, metric, task, split)
   evaluated = {e["step"] for e in record["evals"]}
   last_new = time.monotonic()
 
@@ -281,9 +290,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
     record = update_record(model_dir, record, step, value, min_delta)
     evaluated.add(step)
     last_new = time.monotonic()
-    progress.say(f"eval at step {step}: {metric} {value if value is None else round(value, 3)}; "
-                 f"best {record['best']['value']:.3f} at step {record['best']['step']}"
-                 if record.get("best") else f"eval at step {step}: no {metric}")
+    progress.say(_eval_line(step, metric, value, record))
     if last_step() is not None and step >= last_step():
       return
 
