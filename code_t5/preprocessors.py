@@ -59,13 +59,27 @@ FRESH_CURSORS = "fresh_cursors"
 _PASS_DRAWS_SEED = 30
 
 
+# The step the training that reads next starts from (`training_reads_from`). Without it every
+# launch on a model dir -- each segment of train_and_evaluate, each resume -- would meet the
+# same sequence of passes, the first pass's cursors again and again.
+_training_start_step = 0
+
+
+def training_reads_from(step: int) -> None:
+  """The training about to read starts at `step` (its checkpoint's): its passes' draws are
+  its own, and the same whenever a training starts there again."""
+  global _training_start_step
+  _training_start_step = int(step or 0)
+
+
 def mark_fresh_cursors(dataset, fresh, seed=None):
   """Tells `full_line_examples` and `lm_windows` to draw new cursors (cut points) in each file
-  on every pass (`fresh`, a training read, whose shuffle `seed` also seeds the draws) or to
-  keep each file's fixed ones. A mark, not a draw: seqio caches a small source in memory
-  before it repeats it, so a draw made here would be made once. The mark is 0 for fixed
-  cursors, else a seed."""
-  mark = (int(seed or 0) % (2**31 - 2)) + 1 if fresh else 0
+  on every pass (`fresh`, a training read, whose shuffle `seed` and start step,
+  `training_reads_from`, also seed the draws) or to keep each file's fixed ones. A mark, not
+  a draw: seqio caches a small source in memory before it repeats it, so a draw made here
+  would be made once. The mark is 0 for fixed cursors, else a seed."""
+  mixed = int(seed or 0) + 7_919 * _training_start_step
+  mark = (mixed % (2**31 - 2)) + 1 if fresh else 0
   return dataset.map(lambda example: {**example, FRESH_CURSORS: tf.constant(mark, tf.int32)})
 
 

@@ -107,6 +107,28 @@ def train_dataset_fn(mixture_or_task_name, sequence_length, vocabulary, dataset_
       mixture_or_task_name, sequence_length, vocabulary, dataset_split, **kwargs)
 
 
+_ESTIMATOR_TRAIN = None
+
+
+def install() -> None:
+  """Under the entry points (upstream.py): each Estimator.train reads the train split with
+  draws of its own start step, the step of the model dir's checkpoint
+  (`preprocessors.training_reads_from`): a resumed training, or train_and_evaluate's next
+  segment, meets new cursors and windows, not the first pass's again."""
+  global _ESTIMATOR_TRAIN
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow_estimator.python.estimator import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
+  if _ESTIMATOR_TRAIN is not None:
+    return
+  _ESTIMATOR_TRAIN = train = estimator_lib.Estimator.train
+
+  def train_from_its_step(estimator, input_fn, *args, **kwargs):
+    checkpoint = tf.train.latest_checkpoint(estimator.model_dir)
+    preprocessors.training_reads_from(int(checkpoint.rsplit("-", 1)[1]) if checkpoint else 0)
+    return train(estimator, input_fn, *args, **kwargs)
+  estimator_lib.Estimator.train = train_from_its_step
+
+
 @gin.configurable(module="code_t5")
 def eval_dataset_fn(mixture_or_task_name, sequence_length, dataset_split, vocabulary=None,
                     **kwargs):

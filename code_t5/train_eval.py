@@ -29,9 +29,10 @@ run on the same model dir) evaluates each new checkpoint as it appears and keeps
 record and best/ (`new_checkpoints`); it ends by itself once it has evaluated the step the
 training ends at (run.train_steps of the training's operative_config.gin), or after
 `code_t5.sibling_eval.idle_minutes` without a new checkpoint. One writer per record: a run
-trained with train_and_eval.gin keeps its own. The training must keep a checkpoint until the
-sibling has read it: with `run.keep_checkpoint_max = 1` the next save deletes the one being
-evaluated.
+trained with train_and_eval.gin keeps its own. The sibling evaluates a copy of each checkpoint
+(`<model_dir>/sibling_eval_reads/`), so that the training's rotation (keep_checkpoint_max) may
+delete the original meanwhile; a checkpoint deleted before it could be copied is skipped, in
+a line that counts them.
 
 The metric (`code_t5.train_and_evaluate.metric`, default "edit_similarity") is a Task's
 metric name; on a Mixture, the mean over its Tasks that report it (the full-line Tasks), or
@@ -50,6 +51,7 @@ from code_t5 import progress
 from code_t5 import summaries
 
 BEST_DIR = "best"
+PINNED_DIR = "sibling_eval_reads"  # the copy of the checkpoint a sibling eval is reading
 RUN = ("", "mesh_tensorflow.transformer.utils.run")  # utils.run's key in gin's config
 
 # The factor of the learning rate for the graph a training segment builds next (its schedule is
@@ -112,17 +114,33 @@ def metric_value(scalars: dict, step: int, metric: str, task: Optional[str] = No
   return sum(values) / len(values) if values else None
 
 
-def _copy_best(model_dir: str, step: int) -> None:
-  """Copies model.ckpt-<step>.* into best/ (overwriting what a killed copy left)."""
+class CheckpointGone(FileNotFoundError):
+  """A checkpoint's files are not (all) there: rotated away by keep_checkpoint_max."""
+
+
+def _copy_checkpoint(source_dir: str, step: int, target_dir: str) -> None:
+  """Copies model.ckpt-<step>.* of `source_dir` into `target_dir` (overwriting what a killed
+  copy left); CheckpointGone if its index or data are missing or vanish while it copies."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  best = os.path.join(model_dir, BEST_DIR)
-  files.makedirs(best)
-  sources = files.glob(os.path.join(model_dir, f"model.ckpt-{step}.*"))
-  if not sources:
-    raise FileNotFoundError(f"{model_dir}: no files of checkpoint {step} to keep as the best")
+  files.makedirs(target_dir)
+  sources = files.glob(os.path.join(source_dir, f"model.ckpt-{step}.*"))
+  names = [os.path.basename(source) for source in sources]
+  if not (f"model.ckpt-{step}.index" in names
+          and any(".data-" in name for name in names)):
+    raise CheckpointGone(f"{source_dir}: no whole checkpoint {step} (its index and data)")
   for source in sources:
-    with files.storage_errors(source):
-      tf.io.gfile.copy(source, os.path.join(best, os.path.basename(source)), overwrite=True)
+    try:
+      tf.io.gfile.copy(source, os.path.join(target_dir, os.path.basename(source)),
+                       overwrite=True)
+    except tf.errors.NotFoundError:
+      raise CheckpointGone(f"{source}: removed while it was being copied") from None
+    except tf.errors.OpError as e:
+      raise files.StorageError(f"{source}: {files.first_line(e)}") from None
+
+
+def _copy_best(model_dir: str, step: int, source_dir: Optional[str] = None) -> None:
+  """Copies checkpoint `step` of `source_dir` (default: the model dir) into best/."""
+  _copy_checkpoint(source_dir or model_dir, step, os.path.join(model_dir, BEST_DIR))
 
 
 def _agree_best_with(model_dir: str, record: dict) -> None:
@@ -143,15 +161,16 @@ def _agree_best_with(model_dir: str, record: dict) -> None:
 
 
 def update_record(model_dir: str, record: dict, step: int, value: Optional[float],
-                  min_delta: float, plateau=None) -> dict:
+                  min_delta: float, plateau=None, checkpoint_dir: Optional[str] = None) -> dict:
   """The record after an eval at `step`: the eval appended and, if it beats the best by more
-  than `min_delta`, its checkpoint copied to best/ (before the record is written, so that a
-  record never names a best that is not there). `plateau`: (lr_patience, lr_factor,
-  lr_min_factor), the learning rate's drop after lr_patience evals without improvement."""
+  than `min_delta`, its checkpoint (in `checkpoint_dir`, default the model dir) copied to
+  best/ (before the record is written, so that a record never names a best that is not
+  there). `plateau`: (lr_patience, lr_factor, lr_min_factor), the learning rate's drop after
+  lr_patience evals without improvement."""
   record = dict(record, evals=record["evals"] + [{"step": step, "value": value}])
   best = record.get("best")
   if value is not None and (best is None or value > best["value"] + min_delta):
-    _copy_best(model_dir, step)
+    _copy_best(model_dir, step, checkpoint_dir)
     record["best"] = {"step": step, "value": value}
   if plateau and plateau[0] is not None:
     patience, factor, min_factor = plateau
@@ -279,15 +298,30 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
     return
   progress.say(f"eval: waiting for new checkpoints in {model_dir} (until step {last_step()} "
                f"of its training, or {idle_minutes:g} idle minutes)")
+  pinned = os.path.join(model_dir, PINNED_DIR)
+  rotated = 0
   for path in tf.train.checkpoints_iterator(model_dir, timeout=poll_seconds,
                                             timeout_fn=finished):
     step = int(path.rsplit("-", 1)[1])
     if step <= skip_until or step in evaluated:
       continue
-    yield path
+    last_new = time.monotonic()
+    # The eval reads a copy: the training's next saves may delete the original
+    # (keep_checkpoint_max) while the eval restores it, or before best/ copies it.
+    if files.isdir(pinned):
+      files.rmtree(pinned)
+    try:
+      _copy_checkpoint(model_dir, step, pinned)
+    except CheckpointGone as e:
+      rotated += 1
+      progress.say(f"eval: checkpoint {step} skipped, deleted by the training's "
+                   f"keep_checkpoint_max before it could be copied ({rotated} so far): {e}")
+      continue
+    yield os.path.join(pinned, os.path.basename(path))
     value = metric_value(summaries.read_scalars(os.path.join(model_dir, f"{split}_eval")),
                          step, metric, task)
-    record = update_record(model_dir, record, step, value, min_delta)
+    record = update_record(model_dir, record, step, value, min_delta, checkpoint_dir=pinned)
+    files.rmtree(pinned)
     evaluated.add(step)
     last_new = time.monotonic()
     progress.say(_eval_line(step, metric, value, record))

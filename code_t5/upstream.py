@@ -10,6 +10,8 @@
     CheckpointSaverHook.after_create_session -> startup: no graph or checkpoint writes before
         the first step (gin: code_t5.startup_writes)
     Estimator.train, Estimator.predict -> progress: progress lines, code_t5.train_budget
+    Estimator.train -> tasks: a training reads its train split with draws of its start step
+        (resumed, or train_and_evaluate's next segment: new cursors, not the first pass's)
     t5's path flags (--model_dir, --t5_tfds_data_dir, ...) -> files.check_path_flags: a gs://
         bucket that does not exist is one line before t5 makes the model dir
     mesh_tensorflow.transformer.utils.get_checkpoint_iterator -> train_eval: an eval with
@@ -30,6 +32,7 @@ from code_t5 import progress
 from code_t5 import score
 from code_t5 import seqio_cache
 from code_t5 import startup
+from code_t5 import tasks
 from code_t5 import train_eval
 
 _installed = False
@@ -47,6 +50,7 @@ def install() -> None:
     errors.install()
     startup.install()
     progress.install()
+    tasks.install()
     files.check_path_flags()
     train_eval.install()
   seqio_cache.clean_up_if_entry_point()

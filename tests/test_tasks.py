@@ -14,6 +14,7 @@ import code_t5  # noqa: F401  (registers the tasks)
 from code_t5 import baselines
 from code_t5 import export
 from code_t5 import infer
+from code_t5 import preprocessors
 from code_t5 import score
 from code_t5 import tasks
 from code_t5 import vocabulary
@@ -236,19 +237,21 @@ def test_the_causal_lm_task_needs_a_causal_model(data_dir_override):
     task.get_dataset({"inputs": 24, "targets": 8}, split="validation", shuffle=False)
 
 
-def _cursor_counts(passes, **gin_bindings):
+def _cursor_counts(passes, start_step=0, **gin_bindings):
   """How often each full-line example (its inputs and targets) comes up in `passes` shuffled
-  passes over the train split, as training reads it."""
+  passes over the train split, as a training from `start_step` reads it."""
   task = seqio.get_mixture_or_task("flcc_python_full_line")
   with gin.unlock_config():
     for name, value in gin_bindings.items():
       gin.bind_parameter(name, value)
+  preprocessors.training_reads_from(start_step)
   try:
     ds = task.get_dataset({"inputs": 512, "targets": 64}, split="train", shuffle=True,
                           num_epochs=passes, seed=3)
     return collections.Counter((e["inputs"].tobytes(), e["targets"].tobytes())
                                for e in ds.as_numpy_iterator())
   finally:
+    preprocessors.training_reads_from(0)
     gin.clear_config()
 
 
@@ -260,6 +263,40 @@ def test_training_meets_new_cursors_on_every_pass(data_dir_override):
   assert per_pass == len(fixed)
   # Two passes of 8 fresh cursors a file: most examples are new in the second.
   assert len(fresh) > 1.5 * per_pass, (len(fresh), per_pass)
+
+
+def test_a_training_from_another_step_meets_other_cursors(data_dir_override):
+  """A resumed training (or train_and_evaluate's next segment) does not meet the first
+  pass's cursors again; one from the same step meets the same ones."""
+  first = _cursor_counts(1)
+  resumed = _cursor_counts(1, start_step=400)
+  assert sum(first.values()) == sum(resumed.values())
+  assert len(set(first) & set(resumed)) < 0.5 * len(first), "the first pass's cursors again"
+  assert _cursor_counts(1, start_step=400) == resumed
+
+
+def test_estimator_training_reads_from_its_checkpoint_step(tmp_path):
+  """tasks.install: Estimator.train gives the checkpoint's step to the reads it makes."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow_estimator.python.estimator import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
+  tasks.install()
+  seen = []
+
+  def input_fn():
+    seen.append(preprocessors._training_start_step)  # pylint: disable=protected-access
+    return tf.data.Dataset.from_tensors(({"x": [1.0]}, [0.0])).repeat()
+
+  def model_fn(features, labels, mode):
+    weight = tf.compat.v1.get_variable("w", [], initializer=tf.compat.v1.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(features["x"] * weight - labels))
+    step = tf.compat.v1.train.get_or_create_global_step()
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=step.assign_add(1))
+
+  estimator = estimator_lib.Estimator(model_fn, model_dir=str(tmp_path))
+  estimator.train(input_fn, max_steps=7)
+  estimator.train(input_fn, max_steps=9)
+  assert seen == [0, 7]
+  preprocessors.training_reads_from(0)
 
 
 def test_validation_examples_are_deterministic(data_dir_override):

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.xdist_group("train_eval")
 
 STEPS, EVERY = 30, 10
 PLATEAU_STEPS = 40
+PLATEAU_BEST = 10  # its first eval: with min_delta 1e9 no later one improves on it
 CAUSAL = ["models/causal_lm_dev.gin", "mesh/cpu.gin"]
 RUN = [
     "MIXTURE_NAME = 'flcc_python_causal'",
@@ -47,6 +48,11 @@ def _eval_of_best(model_dir, data_dir):
                            RUN + ["EVAL_EXAMPLES = 6", "CHECKPOINT_STEP = -1"])
 
 
+def _export(model_dir, export_dir, data_dir, step=-1):
+  return mesh_main_command(model_dir, data_dir, CAUSAL + ["export.gin"],
+                           RUN + [f"EXPORT_PATH = '{export_dir}'", f"CHECKPOINT_STEP = {step}"])
+
+
 def _kill_during_first_eval(command):
   """Starts `command`, kills it (-9) once its first eval has decoded, before it is recorded."""
   proc = subprocess.Popen(command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True,
@@ -65,23 +71,29 @@ def _kill_during_first_eval(command):
 def runs(flcc_data_dir, tmp_path_factory):
   """A train-and-eval run killed in its first eval, then, in one process: the same command
   again, a run whose metric can never improve enough (min_delta 1e9: a planted plateau) with
-  LR_PATIENCE 1 and STOP_PATIENCE 2, and an eval of the first run's best/.
-  {name: (model dir, what it printed)}."""
+  LR_PATIENCE 1 and STOP_PATIENCE 2 (its checkpoints all kept), an eval of the first run's
+  best/, and two exports of the plateau run: of its best/ and of its best step.
+  {name: (model dir or export dir, what it printed)}."""
   model_dir = str(tmp_path_factory.mktemp("train_eval"))
   plateau_dir = str(tmp_path_factory.mktemp("plateau"))
+  exports = tmp_path_factory.mktemp("exports")
   _kill_during_first_eval(_train_and_eval(model_dir, flcc_data_dir))
   assert train_eval.read_record(model_dir) is None  # killed before the first record
   commands = [_train_and_eval(model_dir, flcc_data_dir),
               _train_and_eval(plateau_dir, flcc_data_dir, [
                   f"run.train_steps = {PLATEAU_STEPS}", "LR_PATIENCE = 1", "STOP_PATIENCE = 2",
-                  "code_t5.train_and_evaluate.min_delta = 1e9"]),
-              _eval_of_best(model_dir, flcc_data_dir)]
+                  "code_t5.train_and_evaluate.min_delta = 1e9", "run.keep_checkpoint_max = 20"]),
+              _eval_of_best(model_dir, flcc_data_dir),
+              _export(os.path.join(plateau_dir, "best"), exports / "best", flcc_data_dir),
+              _export(plateau_dir, exports / "step", flcc_data_dir, step=PLATEAU_BEST)]
   proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,
                         text=True, env=QUIET_TF)
   assert proc.returncode == 0, proc.stderr[-4000:]
   outputs = [text for _, text in mesh_main_runs.split_output(proc.stderr, time.time())]
   return {"resumed": (model_dir, outputs[0]), "plateau": (plateau_dir, outputs[1]),
-          "best": (os.path.join(model_dir, "best"), outputs[2])}
+          "best": (os.path.join(model_dir, "best"), outputs[2]),
+          "export best": (str(exports / "best"), outputs[3]),
+          "export step": (str(exports / "step"), outputs[4])}
 
 
 @pytest.mark.slow
@@ -149,13 +161,37 @@ def test_a_plateau_lowers_the_rate_then_stops_the_run(runs):
 
 
 @pytest.mark.slow
+def _saved_model_variables(export_dir):
+  import glob  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  [saved_model] = glob.glob(os.path.join(export_dir, "[0-9]*"))
+  reader = tf.train.load_checkpoint(os.path.join(saved_model, "variables", "variables"))
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+@pytest.mark.slow
+def test_exporting_the_best_equals_exporting_its_step(runs):
+  model_dir, _ = runs["plateau"]
+  assert train_eval.read_record(model_dir)["best"]["step"] == PLATEAU_BEST
+  best, step = (_saved_model_variables(runs[name][0]) for name in ("export best", "export step"))
+  assert best.keys() == step.keys() and len(best) > 10, sorted(best)
+  for name, value in best.items():
+    assert (value == step[name]).all(), name
+  # Another step's export differs: the comparison can tell checkpoints apart.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  latest = tf.train.load_checkpoint(os.path.join(model_dir, f"model.ckpt-{PLATEAU_STEPS - 10}"))
+  assert any(not (latest.get_tensor(name) == value).all() for name, value in best.items()
+             if name in latest.get_variable_to_shape_map()), "steps 10 and 30 look the same"
+
+
+@pytest.mark.slow
 def test_a_sibling_eval_follows_a_training_run_and_ends_by_itself(flcc_data_dir, tmp_path):
   """eval_full_line.gin with CHECKPOINT_STEP = None beside a training of the same model dir:
   it evaluates checkpoints as they come, keeps the record and best/, and ends once it has
-  evaluated the training's last step."""
+  evaluated the training's last step. The training keeps one checkpoint (RUN): its next save
+  deletes the one the sibling is restoring, which reads a copy of it."""
   model_dir = str(tmp_path / "model")
-  # Checkpoints the sibling is still reading are not rotated away (with 1 kept, they were).
-  run = RUN + ["run.keep_checkpoint_max = 20"]
+  run = RUN
   train = subprocess.Popen(mesh_main_command(model_dir, flcc_data_dir, CAUSAL, run),
                            cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, env=QUIET_TF)
   sibling = subprocess.run(
@@ -174,6 +210,7 @@ def test_a_sibling_eval_follows_a_training_run_and_ends_by_itself(flcc_data_dir,
   assert record["best"]["value"] == max(values)
   assert os.path.exists(os.path.join(model_dir, "best",
                                      f"model.ckpt-{record['best']['step']}.index"))
+  assert not os.path.exists(os.path.join(model_dir, train_eval.PINNED_DIR))
 
 
 def test_a_record_of_another_metric_is_refused(tmp_path):
