@@ -21,7 +21,7 @@ from mesh_tensorflow.transformer import transformer
 import tensorflow.compat.v1 as tf
 
 from code_t5 import preprocessors
-from code_t5.vocabulary import EOS_ID
+from code_t5.vocabulary import EOS_ID, NEWLINE_ID
 
 
 def served_inputs(inputs):
@@ -33,16 +33,23 @@ def served_inputs(inputs):
 
 
 @gin.configurable(module="code_t5")
-def greedy_decode(model, features, variable_dtype):
+def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   """`predict_fn` for utils.run: what mesh-tf's PREDICT mode does for a Unitransformer
   (sample_autoregressive, with the settings the mode file gives it) from `served_inputs`,
   for at most the targets' length in tokens: the longest rest of a line the full-line Task
-  holds (mesh-tf would go on to the end of the row, past a short prefix)."""
+  holds (mesh-tf would go on to the end of the row, past a short prefix).
+
+  `stop_at_line_end`: the loop ends once every row of the batch has written a line end (a
+  causal model trained on files ends a line so, not with EOS); else at EOS or the targets'
+  length. The completion is the same either way -- everything reads the line up to its
+  first line end or EOS -- and a short line costs a few steps instead of the targets' length
+  (scripts/bench_serving.py)."""
   inputs = served_inputs(features["inputs"])
   targets_length = gin.query_parameter("utils.run.sequence_length")["targets"]
   inputs = mtf.pad(inputs, [0, targets_length], inputs.shape.dims[-1].name)
   return model.sample_autoregressive(inputs, variable_dtype=variable_dtype,
-                                     max_steps=targets_length, remove_partial_sequences=True)
+                                     max_steps=targets_length, remove_partial_sequences=True,
+                                     stop_at_token=NEWLINE_ID if stop_at_line_end else EOS_ID)
 
 
 @gin.configurable(module="code_t5")

@@ -26,6 +26,9 @@ from code_t5 import files
 
 PAD_ID, EOS_ID, UNK_ID = 0, 1, 2
 NEWLINE, TAB = "\n", "\t"
+# data/vocab.py trains NEWLINE as the first user-defined symbol, the id after pad, EOS and
+# unk: the id decoding stops at, where a graph is built without the vocabulary at hand.
+NEWLINE_ID = 3
 VOCAB_DIR = "flcc_vocab"
 # One vocabulary for several languages; not a language name (flcc.LANGUAGES).
 SHARED = "shared"
@@ -64,8 +67,9 @@ def load_processor(path: str):
 def newline_id(vocabulary) -> int:
   """The one token `vocabulary` encodes a line end as: where inputs are cut."""
   ids = vocabulary.encode(NEWLINE)
-  if len(ids) != 1:
-    raise ValueError(f"the vocabulary must encode {NEWLINE!r} as one token, got {ids}")
+  if ids != [NEWLINE_ID]:
+    raise ValueError(f"the vocabulary must encode {NEWLINE!r} as the one token {NEWLINE_ID} "
+                     f"(as `python -m code_t5.data vocab` trains it), got {ids}")
   return ids[0]
 
 

@@ -277,3 +277,32 @@ def test_export_then_complete_lines_from_the_saved_model(decoded):
   export_dir, _ = decoded["export"]
   # The same prefixes, cut the same way, decoded the same way as infer mode.
   assert saved_model_completions(export_dir, PREFIXES, 4) == _completions(decoded, "greedy")
+
+
+@pytest.mark.slow
+def test_the_serving_bench_measures_the_export(decoded, trained_model_dir, flcc_data_dir,
+                                               tmp_path):
+  """scripts/bench_serving.py on the exported tiny model (its own exports left out): a
+  latency per call for each length class it found, the first call apart, and the table."""
+  import sys  # pylint: disable=g-import-not-at-top
+  export_dir, _ = decoded["export"]
+  [saved_model] = glob.glob(os.path.join(export_dir, "[0-9]*"))
+  out = tmp_path / "serving.json"
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, "scripts", "bench_serving.py"),
+       f"--model_dir={trained_model_dir}", f"--data_dir={flcc_data_dir}",
+       f"--saved_model=greedy={saved_model}", "--threads=1", "--calls=2", f"--json={out}"],
+      cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  report = json.loads(out.read_text())
+  [result] = report["results"]
+  assert (result["decoding"], result["threads"]) == ("greedy", 1)
+  found = {c: n for c, n in report["prefixes"].items() if n}
+  assert found and all(n <= 2 for n in found.values()), report["prefixes"]
+  assert result["calls"] == sum(found.values())
+  for length_class, stats in result["by_length"].items():
+    assert stats["calls"] == report["prefixes"][length_class]
+    if stats["calls"]:
+      assert 0 < stats["p50_ms"] <= stats["max_ms"] <= result["max_ms"]
+  assert result["first_call_ms"] > 0 and result["peak_rss_mb"] > 100 and result["disk_mb"] > 0
+  assert "| greedy | 1 |" in proc.stdout

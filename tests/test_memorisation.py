@@ -163,10 +163,11 @@ def memorise_data(tmp_path_factory):
 
 
 def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES, score=True,
-                      steps=STEPS, train_mixture=TASK):
+                      steps=STEPS, train_mixture=TASK, greedy_to_length=False):
   """Trains `model` on the two files, then in the same process: greedy eval of the Task's
-  examples, infer (greedy, and beam search if `beam`), score of the true lines (if `score`),
-  export; and the exported SavedModel's completions of the same prefixes."""
+  examples, infer (greedy; greedy that runs to the targets' length instead of stopping at
+  the line end, if `greedy_to_length`; beam search if `beam`), score of the true lines (if
+  `score`), export; and the exported SavedModel's completions of the same prefixes."""
   data_root, data_dir, examples = memorise_data
   model_dir = str(root / "model")
 
@@ -186,6 +187,8 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
           "SPLIT = 'train'",
           f"EVAL_EXAMPLES = {EXAMPLES}"]),
       infer("greedy"),
+      *([infer("greedy_to_length", params=["code_t5.greedy_decode.stop_at_line_end = False"])]
+        if greedy_to_length else []),
       # alpha 0: the search compares total log P, which is what the learned-lines test holds
       # it to (a length penalty could rank a longer, less likely line first).
       *([infer("beam", ["beam_search.gin"], ["code_t5.prefix_lm_beam_search.max_steps = 48",
@@ -214,6 +217,7 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
       "greedy eval": greedy_eval,
       "greedy infer": lines("greedy"),
       **({"beam infer": lines("beam")} if beam else {}),
+      **({"greedy to length": lines("greedy_to_length")} if greedy_to_length else {}),
       "SavedModel": saved_model_completions(export_dir, [p for p, _ in examples], 8),
   }
 
@@ -238,7 +242,15 @@ def causal(memorise_data, tmp_path_factory):
   full-line examples."""
   return _train_and_decode(memorise_data, tmp_path_factory.mktemp("causal"), CAUSAL,
                            beam=True, model_files=CAUSAL_FILES, steps=CAUSAL_STEPS,
-                           train_mixture=CAUSAL_MIXTURE)
+                           train_mixture=CAUSAL_MIXTURE, greedy_to_length=True)
+
+
+@pytest.mark.slow
+def test_greedy_that_stops_at_the_line_end_completes_as_greedy_to_the_targets_length(causal):
+  """code_t5.greedy_decode.stop_at_line_end ends the loop sooner; what it completes is the
+  same, the lines the model ends with EOS included."""
+  assert causal["greedy infer"] == causal["greedy to length"]
+  assert sum(1 for line in causal["greedy infer"] if line) >= len(causal["targets"]) // 2
 
 
 def _held(model, examples):
