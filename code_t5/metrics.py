@@ -79,3 +79,31 @@ FULL_LINE_METRICS = (exact_match, edit_similarity, prefix_coverage, codexglue_ex
 # What they report, in that order: each function reports one value under its own name.
 FULL_LINE_METRIC_NAMES = tuple(fn.__name__ for fn in FULL_LINE_METRICS)
 
+
+CURSOR_CLASSES = ("line start", "between words", "inside a word")
+
+
+def cursor_class(prefix: str, target: str) -> str:
+  """Where the cursor of a full-line example stands: at the start of its line's code (only
+  indentation typed), between words, or inside a word (an identifier, keyword or number:
+  the characters before and after it are both word characters), where a sentencepiece model
+  sees a token cut in two."""
+  typed = prefix.rsplit("\n", 1)[-1]
+  if not typed.strip():
+    return CURSOR_CLASSES[0]
+  def is_word(c):
+    return c.isalnum() or c == "_"
+  return CURSOR_CLASSES[2 if target and is_word(typed[-1]) and is_word(target[0]) else 1]
+
+
+def by_cursor(prefixes: Sequence[str], targets: Sequence[str],
+              predictions: Sequence[str]) -> Dict[str, Dict[str, float]]:
+  """{cursor class: {"examples": n, exact_match, edit_similarity}} over the classes present."""
+  classes = [cursor_class(p, t) for p, t in zip(prefixes, targets)]
+  out = {}
+  for name in CURSOR_CLASSES:
+    chosen = [i for i, c in enumerate(classes) if c == name]
+    if chosen:
+      t, p = [targets[i] for i in chosen], [predictions[i] for i in chosen]
+      out[name] = {"examples": len(chosen), **exact_match(t, p), **edit_similarity(t, p)}
+  return out

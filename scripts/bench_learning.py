@@ -21,7 +21,10 @@ given the same, and two baselines.
 5. Every full-line metric of each, ours and CodeXGLUE's (code_t5/metrics.py), the model's
    lead over the peer and each baseline with a paired bootstrap 95% interval, the copy probe
    (of the lines that stand verbatim earlier in the model's window, the share each completes
-   exactly), and every example with all completions in <model_dir>/learning_examples.jsonl.
+   exactly), each completer's exact match and edit similarity by where the cursor stands
+   (`metrics.cursor_class`: at the line's start, between words, inside a word -- a token
+   cut in two), and every example with all completions in
+   <model_dir>/learning_examples.jsonl.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
@@ -340,6 +343,8 @@ def main():
                    for metric in ("exact_match", "edit_similarity")}
            for other in completions if other != "model"}
   probe = copy_probe(windows, targets, completions)
+  cursors = {name: metrics.by_cursor(windows, targets, preds)
+             for name, preds in completions.items()}
 
   with open(os.path.join(args.model_dir, "learning_examples.jsonl"), "w") as f:
     for i, target in enumerate(targets):
@@ -363,6 +368,11 @@ def main():
                      if share is not None)
   print(f"copy probe: {probe['examples']} lines stand verbatim earlier in the model's window"
         + (f"; completed exactly: {shares}" if shares else ""))
+  for cursor in metrics.CURSOR_CLASSES:
+    if cursor in cursors["model"]:
+      print(f"cursor {cursor} ({cursors['model'][cursor]['examples']} examples), edit sim: "
+            + ", ".join(f"{name} {by[cursor]['edit_similarity']:.2f}"
+                        for name, by in cursors.items()))
   for baseline, by_metric in leads.items():
     for metric, lead in by_metric.items():
       print(f"model - {baseline:<11} {metric:<15} {lead['lead']:+6.2f} points "
@@ -372,7 +382,8 @@ def main():
          "examples": len(targets), "split": "validation", "ngram": report["ngram"],
          "copy_window_tokens": report["input_length"], "metric_names":
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
-         "model_lead": leads, "copy_probe": probe, "peer_train_wall_s": peer_wall,
+         "model_lead": leads, "copy_probe": probe, "by_cursor": cursors,
+         "peer_train_wall_s": peer_wall,
          "curve": curve}
   baseline_metrics = {name: report["metrics"][name] for name in baselines.BASELINES}
   curve_png = (os.path.splitext(args.json)[0] if args.json else

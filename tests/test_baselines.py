@@ -3,6 +3,7 @@
 import pytest
 
 from code_t5 import baselines
+from code_t5 import metrics
 
 STOP = (1, 2)  # stand-ins for EOS and the newline token
 
@@ -42,3 +43,24 @@ def test_copy_similar_line_copies_the_rest_of_the_best_matching_earlier_line():
   prefix = "def f():\n    a = 1\n    b = 2\n\n    "
   assert baselines.copy_similar_line(prefix) == "b = 2"
   assert baselines.copy_similar_line("short\nmuch longer typed") == ""
+
+
+def test_cursor_class_tells_a_cursor_inside_a_word_from_one_between_words():
+  assert metrics.cursor_class("def f():\n    ", "return x") == "line start"
+  assert metrics.cursor_class("x = 1\n", "y = 2") == "line start"
+  assert metrics.cursor_class("    self.na", "me = name") == "inside a word"
+  assert metrics.cursor_class("    self.", "name = name") == "between words"
+  assert metrics.cursor_class("    return x", " + 1") == "between words"
+  assert metrics.cursor_class("    total_", "2 += 1") == "inside a word"
+  assert metrics.cursor_class("    x", "") == "between words"
+
+
+def test_by_cursor_scores_each_class_on_its_own_examples():
+  prefixes = ["a = se", "    ", "b = "]
+  targets = ["lf.x", "pass", "2"]
+  predictions = ["lf.x", "return", "3"]
+  by = metrics.by_cursor(prefixes, targets, predictions)
+  assert set(by) == {"inside a word", "line start", "between words"}
+  assert by["inside a word"]["examples"] == 1 and by["inside a word"]["exact_match"] == 100.0
+  assert by["line start"]["exact_match"] == 0.0
+  assert by["between words"]["edit_similarity"] == 0.0
