@@ -50,6 +50,17 @@ def storage_errors(path: str):
     raise StorageError(f"{path}: {first_line(e)}") from None
 
 
+def checkpoint_step(checkpoint_path: str) -> int:
+  """The step of a checkpoint path (`.../model.ckpt-<step>`, as tf.train names them)."""
+  return int(checkpoint_path.rsplit("-", 1)[1])
+
+
+def latest_checkpoint_step(model_dir: str):
+  """The step of the checkpoint `model_dir`'s `checkpoint` file names, or None."""
+  path = _tf().train.latest_checkpoint(model_dir)
+  return checkpoint_step(path) if path else None
+
+
 def bucket_of(path: str):
   """`gs://bucket` of a gs:// path, else None."""
   if not path.startswith("gs://"):

@@ -30,6 +30,7 @@ Data and vocabulary both come from the TFDS data dir (`--t5_tfds_data_dir`), whe
 import gin
 import seqio
 
+from code_t5 import files
 from code_t5 import metrics
 from code_t5 import preprocessors
 from code_t5 import progress
@@ -116,15 +117,13 @@ def install() -> None:
   (`preprocessors.training_reads_from`): a resumed training, or train_and_evaluate's next
   segment, meets new cursors and windows, not the first pass's again."""
   global _ESTIMATOR_TRAIN
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow_estimator.python.estimator import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
   if _ESTIMATOR_TRAIN is not None:
     return
   _ESTIMATOR_TRAIN = train = estimator_lib.Estimator.train
 
   def train_from_its_step(estimator, input_fn, *args, **kwargs):
-    checkpoint = tf.train.latest_checkpoint(estimator.model_dir)
-    preprocessors.training_reads_from(int(checkpoint.rsplit("-", 1)[1]) if checkpoint else 0)
+    preprocessors.training_reads_from(files.latest_checkpoint_step(estimator.model_dir) or 0)
     return train(estimator, input_fn, *args, **kwargs)
   estimator_lib.Estimator.train = train_from_its_step
 

@@ -94,12 +94,6 @@ def record_path(model_dir: str) -> str:
   return os.path.join(model_dir, summaries.TRAIN_EVAL_RECORD)
 
 
-def _checkpoint_step(model_dir: str) -> int:
-  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
-  path = tf.train.latest_checkpoint(model_dir)
-  return int(path.rsplit("-", 1)[1]) if path else 0
-
-
 def metric_value(scalars: dict, step: int, metric: str, task: Optional[str] = None):
   """The value of `metric` at `step` among an eval's scalars (summaries.read_scalars): the
   named Task's, or the mean over every Task that reports it; None if none does."""
@@ -129,13 +123,12 @@ def _copy_checkpoint(source_dir: str, step: int, target_dir: str) -> None:
           and any(".data-" in name for name in names)):
     raise CheckpointGone(f"{source_dir}: no whole checkpoint {step} (its index and data)")
   for source in sources:
-    try:
-      tf.io.gfile.copy(source, os.path.join(target_dir, os.path.basename(source)),
-                       overwrite=True)
-    except tf.errors.NotFoundError:
-      raise CheckpointGone(f"{source}: removed while it was being copied") from None
-    except tf.errors.OpError as e:
-      raise files.StorageError(f"{source}: {files.first_line(e)}") from None
+    with files.storage_errors(source):
+      try:
+        tf.io.gfile.copy(source, os.path.join(target_dir, os.path.basename(source)),
+                         overwrite=True)
+      except tf.errors.NotFoundError:
+        raise CheckpointGone(f"{source}: removed while it was being copied") from None
 
 
 def _copy_best(model_dir: str, step: int, source_dir: Optional[str] = None) -> None:
@@ -247,7 +240,7 @@ def train_and_evaluate(estimator, vocabulary, sequence_length, batch_size, train
                     if len(record.get("lr_drops", [])) > drops else ""))
 
   with progress.one_run(train_steps) as run:
-    step = _checkpoint_step(model_dir)
+    step = files.latest_checkpoint_step(model_dir) or 0
     while True:
       if step and step not in [e["step"] for e in record["evals"]]:
         evaluate(step)  # each segment's last checkpoint, or one a killed run did not evaluate
@@ -262,7 +255,7 @@ def train_and_evaluate(estimator, vocabulary, sequence_length, batch_size, train
       _lr_factor = record.get("lr_factor", 1.0)
       mtf_utils.train_model(estimator, vocabulary, sequence_length, batch_size,
                             train_dataset_fn, target, ensemble_inputs, **train_kwargs)
-      step = _checkpoint_step(model_dir)
+      step = files.latest_checkpoint_step(model_dir) or 0
 
 
 @gin.configurable(module="code_t5")
@@ -302,7 +295,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
   rotated = 0
   for path in tf.train.checkpoints_iterator(model_dir, timeout=poll_seconds,
                                             timeout_fn=finished):
-    step = int(path.rsplit("-", 1)[1])
+    step = files.checkpoint_step(path)
     if step <= skip_until or step in evaluated:
       continue
     last_new = time.monotonic()
@@ -323,7 +316,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
     record = update_record(model_dir, record, step, value, min_delta, checkpoint_dir=pinned)
     files.rmtree(pinned)
     evaluated.add(step)
-    last_new = time.monotonic()
+    last_new = time.monotonic()  # the idle clock starts after the eval, not at the checkpoint
     progress.say(_eval_line(step, metric, value, record))
     if last_step() is not None and step >= last_step():
       return

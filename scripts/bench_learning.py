@@ -50,9 +50,8 @@ EVAL_TASK = "flcc_python_full_line"
 
 def last_checkpoint_step(model_dir):
   """The step of the checkpoint the model dir's `checkpoint` file names, or None."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  path = tf.train.latest_checkpoint(model_dir)
-  return int(path.rsplit("-", 1)[1]) if path else None
+  from code_t5 import files  # pylint: disable=g-import-not-at-top
+  return files.latest_checkpoint_step(model_dir)
 
 
 def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False,

@@ -22,3 +22,16 @@ def test_a_storage_failure_names_the_path(tmp_path):
   with pytest.raises(files.StorageError, match=r"missing\.model: "):
     files.read_bytes(str(tmp_path / "missing.model"))
   assert not files.exists(str(tmp_path / "missing.model"))
+
+
+def test_the_latest_checkpoint_step_is_read_from_tfs_own_checkpoint_file(tmp_path):
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  assert files.latest_checkpoint_step(str(tmp_path)) is None
+  with tf.Graph().as_default():
+    tf.train.get_or_create_global_step()
+    saver = tf.train.Saver(max_to_keep=1)
+    with tf.Session() as session:
+      session.run(tf.global_variables_initializer())
+      for step in (7, 12):  # the second rotates the first away
+        saver.save(session, str(tmp_path / "model.ckpt"), global_step=step)
+  assert files.latest_checkpoint_step(str(tmp_path)) == 12
