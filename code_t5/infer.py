@@ -4,8 +4,12 @@
 
 Every prefix is prepared exactly as the full-line Task prepares its inputs
 (`preprocessors.prefix_inputs`): tokenize, keep the longest tail that starts a line and fits,
-EOS.
+EOS. Greedy decoding writes one completion per line; the line search (line_search.gin) one
+JSON object per line, its top k completions and their scores, best first.
 """
+
+import json
+import math
 
 import gin
 from mesh_tensorflow.transformer import utils as mtf_utils
@@ -38,9 +42,30 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
     return prefixes_dataset(padded, mtf_utils.inputs_vocabulary(vocabulary),
                             sequence_length["inputs"]).batch(batch_size, drop_remainder=True)
 
-  decodes = list(mtf_utils.decode(estimator, input_fn, vocabulary, checkpoint_path))
-  completions = [preprocessors.cut_at_newline(
-      d.decode("utf-8", errors="replace") if isinstance(d, bytes) else d)
-                 for d in decodes[:len(prefixes)]]
+  results = list(estimator.predict(input_fn, checkpoint_path=checkpoint_path))[:len(prefixes)]
   step = mtf_utils.get_step_from_checkpoint_path(checkpoint_path)
-  json_lines.write_lines(completions, f"{output_filename}-{step}")
+  targets_vocabulary = mtf_utils.targets_vocabulary(vocabulary)
+  json_lines.write_lines([completion_line(result, targets_vocabulary) for result in results],
+                         f"{output_filename}-{step}")
+
+
+def _text(decoded, vocabulary):
+  """A decode as text: detokenized in the graph (bytes), or ids (on a TPU, as mesh-tf's)."""
+  if isinstance(decoded, bytes):
+    text = decoded.decode("utf-8", errors="replace")
+  else:
+    text = vocabulary.decode([int(i) for i in decoded])
+  return preprocessors.cut_at_newline(text)
+
+
+def completion_line(result, vocabulary):
+  """What infer writes of one prefix's prediction: its completion; or, from the line search,
+  {"completions": [...], "scores": [...]}, the k best with their log-probabilities (nats),
+  best first, without those it did not finish or that scored under its min_score (-inf)."""
+  if "top_k_scores" not in result:
+    return _text(result["outputs"], vocabulary)
+  kept = [(_text(output, vocabulary), float(score))
+          for output, score in zip(result["top_k_outputs"], result["top_k_scores"])
+          if not math.isinf(score)]
+  return json.dumps({"completions": [text for text, _ in kept],
+                     "scores": [round(score, 6) for _, score in kept]})

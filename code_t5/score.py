@@ -32,6 +32,7 @@ from mesh_tensorflow.transformer import utils as mtf_utils
 import tensorflow.compat.v1 as tf
 import tensorflow_datasets as tfds
 
+from code_t5 import decoding
 from code_t5 import preprocessors
 from code_t5 import json_lines
 from code_t5.vocabulary import newline_id
@@ -85,7 +86,8 @@ def completions_dataset_fn(sequence_length, vocabulary, dataset_split,
 
 @gin.configurable(module="code_t5")
 def completion_scores(model, features, variable_dtype):
-  """`predict_fn` for score mode: per row, log P(the unmarked ids | everything before them).
+  """`predict_fn` for score mode: per row, log P(the unmarked ids | everything before them),
+  the last of them, EOS, as the line's end (a newline or EOS).
 
   `features["targets"]` is a row as mesh-tf's delimited_lm joins it: the prefix marked
   `read_only` (completions_dataset_fn), then the completion and its EOS. The model reads the
@@ -98,9 +100,12 @@ def completion_scores(model, features, variable_dtype):
   logits, _ = model.call_simple(inputs=transformer.autoregressive_inputs(ids), targets=ids,
                                 compute_loss=False, mode="score",
                                 variable_dtype=variable_dtype)
-  logits = mtf.cast(logits, tf.float32)
   _, length_dim, vocab_dim = logits.shape.dims
-  cross_entropy = mtf.layers.softmax_cross_entropy_with_logits(logits, ids, vocab_dim)
+  # The completion's end, EOS, scored as the line search scores it: the line ends here, at a
+  # newline or EOS (decoding.line_end_logits).
+  logits = decoding.line_end_logits(mtf.cast(logits, tf.float32), vocab_dim)
+  cross_entropy = mtf.layers.softmax_cross_entropy_with_logits(
+      logits, decoding.line_end_targets(ids), vocab_dim)
   cross_entropy *= mtf.cast(mtf.logical_and(scored, mtf.greater(ids, 0)), tf.float32)
   return -mtf.reduce_sum(cross_entropy, reduced_dim=length_dim)
 
@@ -108,7 +113,8 @@ def completion_scores(model, features, variable_dtype):
 @gin.configurable(module="code_t5")
 def score_completions(estimator, input_fn, eval_checkpoint_step, model_dir, vocabulary,
                       score_postprocess_fn, num_examples=None, output_filename=gin.REQUIRED):
-  """Writes `<output_filename>-<step>`: line i is log P(completion i + EOS | prefix i), in nats.
+  """Writes `<output_filename>-<step>`: line i is log P(completion i, then the line's end |
+  prefix i), in nats: the line search's score of that completion (decoding.line_end_logits).
 
   mesh-tf's `score_with_estimator` finds the padding rows by looking at the targets it gets
   back, which a vocabulary that detokenizes in the graph (ours) has already turned into

@@ -5,6 +5,9 @@
   anywhere
     mesh_tensorflow.transformer.transformer.delimited_lm_inputs_mask -> score.inputs_mask
         a causal model's rows have no inputs (perplexity eval, score count every position)
+    mesh_tensorflow.transformer.utils.tpu_estimator_model_fn -> decoding.add_predictions: a
+        predict_fn's extra outputs (the line search's top k and scores) join PREDICT's
+        predictions, and so infer's results and the SavedModel's signature
   under t5's mesh_transformer_main or seqio's cache_tasks_main (errors.ENTRY_POINTS) only
     sys.excepthook -> errors.report: an uncaught error is one line, `code_t5: error: ...`
     CheckpointSaverHook.after_create_session -> startup: no graph or checkpoint writes before
@@ -26,6 +29,7 @@ of the same name are listed with these in CONTRIBUTING.md, "Upstream patches": w
 upgrade of t5, seqio, mesh-tf or TensorFlow must check again.
 """
 
+from code_t5 import decoding
 from code_t5 import errors
 from code_t5 import files
 from code_t5 import progress
@@ -46,6 +50,7 @@ def install() -> None:
     return
   _installed = True
   score.install()
+  decoding.install()
   if errors.running_entry_point():
     errors.install()
     startup.install()

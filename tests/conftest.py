@@ -133,21 +133,28 @@ def run_mesh_main(model_dir, data_dir, gin_files, gin_params, flags=(), env=None
                         cwd=REPO_ROOT, capture_output=True, text=True, env=env or QUIET_TF)
 
 
-def saved_model_completions(export_dir, prefixes, batch_size):
+def saved_model_completions(export_dir, prefixes, batch_size, top_k=False):
   """The first line of what the SavedModel that export mode wrote under `export_dir` completes
   each prefix with, asked as a serving client would (a fresh process, TF and tensorflow_text
-  only, at most `batch_size` prefixes a call)."""
+  only, at most `batch_size` prefixes a call). `top_k`: per prefix, the line search's
+  (top_k_outputs, top_k_scores) instead."""
   [saved_model] = glob.glob(os.path.join(export_dir, "[0-9]*"))
   client = (
       "import json, sys, tensorflow as tf, tensorflow_text\n"
       "serve = tf.saved_model.load(sys.argv[1]).signatures['serving_default']\n"
-      "prefixes, batch = json.loads(sys.stdin.read())\n"
+      "prefixes, batch, top_k = json.loads(sys.stdin.read())\n"
+      "text = lambda o: o.decode('utf-8').split('\\n')[0]\n"
       "out = []\n"
       "for i in range(0, len(prefixes), batch):\n"
-      "  out += serve(inputs=tf.constant(prefixes[i:i + batch]))['outputs'].numpy().tolist()\n"
-      "print(json.dumps([o.decode('utf-8').split('\\n')[0] for o in out]))\n")
+      "  got = serve(inputs=tf.constant(prefixes[i:i + batch]))\n"
+      "  if top_k:\n"
+      "    out += [([text(o) for o in outputs], scores) for outputs, scores in zip(\n"
+      "        got['top_k_outputs'].numpy().tolist(), got['top_k_scores'].numpy().tolist())]\n"
+      "  else:\n"
+      "    out += [text(o) for o in got['outputs'].numpy().tolist()]\n"
+      "print(json.dumps(out))\n")
   proc = subprocess.run([PYTHON, "-c", client, saved_model],
-                        input=json.dumps([list(prefixes), batch_size]), capture_output=True,
+                        input=json.dumps([list(prefixes), batch_size, top_k]), capture_output=True,
                         text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   assert proc.returncode == 0, proc.stderr[-3000:]
   return json.loads(proc.stdout.strip().splitlines()[-1])

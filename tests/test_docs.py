@@ -262,7 +262,15 @@ def check_infer(ws, proc):
 
 
 def check_beam(ws, proc):
+  """The line search's JSON per prefix: at most TOP_K = 3 lines, scores falling, none under
+  MIN_SCORE, none with a line end in it."""
   _check_decoded(ws, proc, "beam_completions")
+  for line in _completions(ws, "beam_completions"):
+    found = json.loads(line)
+    completions, scores = found["completions"], found["scores"]
+    assert len(completions) == len(scores) <= 3, found
+    assert scores == sorted(scores, reverse=True) and all(s >= -20.0 for s in scores), found
+    assert not any("\n" in c for c in completions), found
 
 
 def check_score(ws, proc):

@@ -74,6 +74,7 @@ def trained_model_dir(trained_model):
 GREEDY_8 = ["Unitransformer.sample_autoregressive.max_steps = 8"]
 NEVER_END = ["Unitransformer.sample_autoregressive.never_end = True"]
 BEAM_8 = ["code_t5.prefix_lm_beam_search.max_steps = 8"]
+TOP_3 = BEAM_8 + ["TOP_K = 3"]
 BEAM_1_NEVER_END = BEAM_8 + ["code_t5.prefix_lm_beam_search.beam_size = 1",
                              "code_t5.prefix_lm_beam_search.never_end = True"]
 # What score mode reads: two completions of each prefix, then one completion after TAIL and
@@ -104,12 +105,15 @@ def decoded(trained_model_dir, flcc_data_dir, tmp_path_factory):
       infer("greedy", [], GREEDY_8),
       infer("greedy never ending", [], GREEDY_8 + NEVER_END),
       infer("beam 1 never ending", ["beam_search.gin"], BEAM_1_NEVER_END),
-      infer("beam", ["beam_search.gin"], BEAM_8),
+      infer("beam", ["beam_search.gin"], TOP_3),
       ("scores", mesh_main_command(trained_model_dir, flcc_data_dir, model + ["score.gin"],
                                    common + [f"INPUT_FILE = '{root / 'pairs.jsonl'}'",
                                              f"OUTPUT_FILE = '{root / 'scores'}'"])),
       ("export", mesh_main_command(trained_model_dir, flcc_data_dir, model + ["export.gin"],
                                    common + [f"EXPORT_PATH = '{root / 'export'}'"] + GREEDY_8)),
+      ("export top 3", mesh_main_command(
+          trained_model_dir, flcc_data_dir, model + ["export.gin", "beam_search.gin"],
+          common + [f"EXPORT_PATH = '{root / 'export_top_3'}'"] + TOP_3)),
   ]
   proc = subprocess.run(mesh_main_runs_command([command for _, command in runs]),
                         cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
@@ -118,8 +122,8 @@ def decoded(trained_model_dir, flcc_data_dir, tmp_path_factory):
   assert len(printed) == len(runs)
   results = {}
   for (name, _), stderr in zip(runs, printed):
-    if name == "export":
-      results[name] = (str(root / "export"), stderr)
+    if name.startswith("export"):
+      results[name] = (str(root / name.replace(" ", "_")), stderr)
       continue
     output = root / f"{name.replace(' ', '_')}-{TRAIN_STEPS}"
     assert not os.path.exists(f"{output}.incomplete")
@@ -258,13 +262,44 @@ def test_beam_search_of_width_one_without_eos_is_greedy(decoded):
   asserted; that some has text is."""
   greedy = _completions(decoded, "greedy never ending")
   assert any(greedy)
-  assert _completions(decoded, "beam 1 never ending") == greedy
+  assert [completions[0] for completions, _ in _top_k(decoded, "beam 1 never ending")] == greedy
+
+
+def _top_k(decoded, name):
+  """A line search's (completions, scores) per prefix, as infer wrote them."""
+  return [(found["completions"], found["scores"])
+          for found in map(json.loads, _completions(decoded, name))]
 
 
 @pytest.mark.slow
-def test_beam_search_and_score_modes(decoded):
-  beam = _completions(decoded, "beam")
-  assert beam[1] == beam[0] and all("\n" not in c for c in beam)
+def test_the_line_search_returns_its_best_lines_with_their_scores(decoded):
+  """Up to 3 lines per prefix, best first, each once, none with a line end in it; the same
+  prefix (after the cut) gives the same lines."""
+  found = _top_k(decoded, "beam")
+  for completions, scores in found:
+    assert 1 <= len(completions) == len(scores) <= 3
+    assert scores == sorted(scores, reverse=True) and all(-1000 < s <= 0 for s in scores)
+    assert not any("\n" in c for c in completions)
+    assert len(set(completions)) == len(completions)  # one line, one hypothesis
+  assert found[1] == found[0]
+
+
+@pytest.mark.slow
+def test_the_exported_line_search_returns_what_infer_wrote(decoded):
+  """The SavedModel's signature: top_k_outputs and top_k_scores, [prefixes, 3]; each prefix's
+  best line and its score as infer's. (The lines after the best are those the search finished
+  before it stopped, and it stops for a whole call: another batch, maybe other lines.)"""
+  export_dir, _ = decoded["export top 3"]
+  served = saved_model_completions(export_dir, PREFIXES, 4, top_k=True)
+  for (completions, scores), (outputs, served_scores) in zip(_top_k(decoded, "beam"), served):
+    assert len(outputs) == len(served_scores) == 3
+    assert (outputs[0], served_scores[0]) == (completions[0], pytest.approx(scores[0], abs=1e-4))
+    kept = [o for o, s in zip(outputs, served_scores) if s != float("-inf")]
+    assert len(set(kept)) == len(kept)
+
+
+@pytest.mark.slow
+def test_score_mode(decoded):
   scores, _ = decoded["scores"]
   assert len(scores) == len(SCORED)  # the padding rows of the last batch dropped
   assert all(-1000 < s < 0 for s in scores)

@@ -163,11 +163,13 @@ def memorise_data(tmp_path_factory):
 
 
 def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES, score=True,
-                      steps=STEPS, train_mixture=TASK, greedy_to_length=False):
+                      steps=STEPS, train_mixture=TASK, greedy_to_length=False,
+                      line_search=False):
   """Trains `model` on the two files, then in the same process: greedy eval of the Task's
   examples, infer (greedy; greedy that runs to the targets' length instead of stopping at
-  the line end, if `greedy_to_length`; beam search if `beam`), score of the true lines (if
-  `score`), export; and the exported SavedModel's completions of the same prefixes."""
+  the line end, if `greedy_to_length`; the line search's top 3 if `beam`; of width one, and
+  with a threshold, if `line_search`), score of the true lines (if `score`), export; and the
+  exported SavedModel's completions of the same prefixes."""
   data_root, data_dir, examples = memorise_data
   model_dir = str(root / "model")
 
@@ -175,7 +177,7 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
     return mesh_main_command(model_dir, data_dir, model_files + ["infer_full_line.gin",
                                                                  *gin_files], model + [
         f"INPUT_FILE = '{data_root / 'prefixes.jsonl'}'",
-        f"OUTPUT_FILE = '{root / name}'", *params])
+        f"OUTPUT_FILE = '{root / name.replace(' ', '_')}'", *params])
   export_dir = str(root / "export")
   runs = [
       mesh_main_command(model_dir, data_dir, model_files, model + [
@@ -189,11 +191,17 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
       infer("greedy"),
       *([infer("greedy_to_length", params=["code_t5.greedy_decode.stop_at_line_end = False"])]
         if greedy_to_length else []),
-      # alpha 0: the search compares total log P, which is what the learned-lines test holds
-      # it to (a length penalty could rank a longer, less likely line first).
+      # The line search's 3 best lines with their scores (alpha 0, beam_search.gin's: the
+      # search compares total log P, which is what the learned-lines test holds it to).
       *([infer("beam", ["beam_search.gin"], ["code_t5.prefix_lm_beam_search.max_steps = 48",
-                                             "code_t5.prefix_lm_beam_search.alpha = 0.0"])]
+                                             "TOP_K = 3"])]
         if beam else []),
+      # Of width one, to set beside greedy; and with a confidence threshold.
+      *([infer("line search 1", ["beam_search.gin"], ["BEAM_SIZE = 1"]),
+         infer("beam over half", ["beam_search.gin"], [
+             "code_t5.prefix_lm_beam_search.max_steps = 48", "TOP_K = 3",
+             f"MIN_SCORE = {LOG_HALF!r}"])]
+        if line_search else []),
       *([mesh_main_command(model_dir, data_dir, model_files + ["score.gin"], model + [
           f"INPUT_FILE = '{data_root / 'pairs.jsonl'}'", f"OUTPUT_FILE = '{root / 'scores'}'"])]
         if score else []),
@@ -208,15 +216,22 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
   assert step == steps and targets == [t for _, t in examples]
 
   def lines(name):
-    with open(f"{root / name}-{steps}") as f:
+    with open(f"{root / name.replace(' ', '_')}-{steps}") as f:
       return f.read().split("\n")[:-1]
+
+  def top_k(name):
+    return [(found["completions"], found["scores"]) for found in map(json.loads, lines(name))]
   return {
       "targets": targets,
       "losses": mesh_main_runs.losses(proc.stderr),
       "log P": [float(value) for value in lines("scores")] if score else None,
       "greedy eval": greedy_eval,
       "greedy infer": lines("greedy"),
-      **({"beam infer": lines("beam")} if beam else {}),
+      **({"beam top 3": top_k("beam"),
+          "beam infer": [found[0] if found else "" for found, _ in top_k("beam")]}
+         if beam else {}),
+      **({"line search 1": [found[0] if found else "" for found, _ in top_k("line search 1")],
+          "beam over half": top_k("beam over half")} if line_search else {}),
       **({"greedy to length": lines("greedy_to_length")} if greedy_to_length else {}),
       "SavedModel": saved_model_completions(export_dir, [p for p, _ in examples], 8),
   }
@@ -242,7 +257,8 @@ def causal(memorise_data, tmp_path_factory):
   full-line examples."""
   return _train_and_decode(memorise_data, tmp_path_factory.mktemp("causal"), CAUSAL,
                            beam=True, model_files=CAUSAL_FILES, steps=CAUSAL_STEPS,
-                           train_mixture=CAUSAL_MIXTURE, greedy_to_length=True)
+                           train_mixture=CAUSAL_MIXTURE, greedy_to_length=True,
+                           line_search=True)
 
 
 @pytest.mark.slow
@@ -251,6 +267,47 @@ def test_greedy_that_stops_at_the_line_end_completes_as_greedy_to_the_targets_le
   same, the lines the model ends with EOS included."""
   assert causal["greedy infer"] == causal["greedy to length"]
   assert sum(1 for line in causal["greedy infer"] if line) >= len(causal["targets"]) // 2
+
+
+@pytest.mark.slow
+def test_a_line_search_of_width_one_completes_as_greedy(causal):
+  assert causal["line search 1"] == causal["greedy infer"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", [pytest.param("memorised", id="prefix LM"),
+                                   pytest.param("causal", id="causal")])
+def test_the_line_searchs_scores_are_score_modes(request, memorise_data, model):
+  """Where the best line is the true one, its score is what score mode gives that pair (the
+  training graph, from the whole row, against the search's step by step): the same for the
+  causal model. The prefix LM's search finds its lines 0.001-0.05 nats likelier than score
+  mode's encoding of them (measured on this model), most likely the same text in other pieces
+  (score mode encodes the completion on its own; a line's pieces differ alone and in its file:
+  "ranked" is r,a,n,ke,d alone, one piece after its indentation), so there the search's line
+  is at least as likely. Every prefix gets up to 3 lines, best first."""
+  run = request.getfixturevalue(model)
+  agreed = 0
+  for i, (completions, scores) in enumerate(run["beam top 3"]):
+    assert 1 <= len(completions) == len(scores) <= 3
+    assert scores == sorted(scores, reverse=True)
+    if completions[0] == run["targets"][i]:
+      if model == "causal":
+        assert scores[0] == pytest.approx(run["log P"][i], abs=1e-4), (i, completions[0])
+      else:
+        assert scores[0] >= run["log P"][i] - 1e-4, (i, completions[0])
+      agreed += 1
+  assert agreed >= len(run["targets"]) // 2
+
+
+@pytest.mark.slow
+def test_a_confidence_threshold_keeps_the_lines_that_reach_it(causal):
+  """MIN_SCORE = log 1/2: of each prefix's 3 best lines, exactly those scoring at least it."""
+  over_half = causal["beam over half"]
+  assert len(over_half) == len(causal["beam top 3"])
+  for (completions, scores), (kept, kept_scores) in zip(causal["beam top 3"], over_half):
+    assert kept == [c for c, s in zip(completions, scores) if s >= LOG_HALF]
+    assert kept_scores == pytest.approx([s for s in scores if s >= LOG_HALF], abs=1e-4)
+  assert any(kept for kept, _ in over_half) and not all(len(kept) == 3 for kept, _ in over_half)
 
 
 def _held(model, examples):
