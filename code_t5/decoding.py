@@ -164,7 +164,7 @@ def install() -> None:
 
 @gin.configurable(module="code_t5")
 def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.0,
-                          max_steps=64, never_end=False, top_k=1, min_score=None):
+                          max_steps=None, never_end=False, top_k=1, min_score=None):
   """`predict_fn` for utils.run: a beam search for the rest of each line, whose best
   completion is the output, and whose `top_k` best, with their scores, are the predictions
   "top_k_outputs" and "top_k_scores" (infer writes them; an export returns them).
@@ -183,7 +183,9 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
     beam_size: hypotheses kept per prefix.
     alpha: length penalty exponent, ((5 + length) / 6) ** alpha (GNMT). 0: a score is the
       completion's log-probability with its line end, what score.gin gives the same pair.
-    max_steps: longest completion, in tokens; one still open then is returned as it stands.
+    max_steps: longest completion, in tokens (None: the targets' length, the longest rest of a
+      line the full-line Task holds, as greedy_decode's); one still open then is returned as
+      it stands.
     never_end: forbid EOS and end nowhere else, so every hypothesis runs `max_steps` tokens
       (as sample_autoregressive's never_end; with beam_size=1 this is its greedy decoding).
     top_k: completions returned per prefix (at most beam_size), best first; one the search
@@ -199,6 +201,8 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   if not 1 <= top_k <= beam_size:
     raise ValueError(f"code_t5.prefix_lm_beam_search.top_k = {top_k}: must be between 1 and "
                      f"beam_size = {beam_size}")
+  if max_steps is None:
+    max_steps = gin.query_parameter("utils.run.sequence_length")["targets"]
   inputs = served_inputs(features["inputs"])
   batch_dim, length_dim = inputs.shape.dims
   mesh = inputs.mesh

@@ -107,3 +107,28 @@ def by_cursor(prefixes: Sequence[str], targets: Sequence[str],
       t, p = [targets[i] for i in chosen], [predictions[i] for i in chosen]
       out[name] = {"examples": len(chosen), **exact_match(t, p), **edit_similarity(t, p)}
   return out
+
+
+def acceptance(targets: Sequence[str], predictions: Sequence[str], scores: Sequence[float],
+               shown_shares=(100, 90, 80, 70, 60, 50, 40, 30, 20, 10)):
+  """What a confidence threshold on the suggestion's score does, offline: for each share of
+  the examples to show, the threshold (`min_score`) that shows that many (the best-scoring
+  first), and the exact match and edit similarity of the suggestions shown, the stand-in for
+  how many a user would accept. [{"min_score", "shown", exact_match, edit_similarity}]:
+  `shown` is the share actually shown, in percent (ties at a threshold all show). A
+  prediction with no score (-inf: none returned) is never shown."""
+  pairs = _pairs(targets, predictions)
+  if len(scores) != len(pairs):
+    raise ValueError(f"{len(pairs)} predictions but {len(scores)} scores")
+  best_first = sorted((s for s in scores if s != float("-inf")), reverse=True)
+  rows = []
+  for share in shown_shares:
+    count = max(1, round(len(pairs) * share / 100))
+    if count > len(best_first):
+      continue
+    min_score = best_first[count - 1]
+    chosen = [i for i, s in enumerate(scores) if s >= min_score]
+    t, p = [targets[i] for i in chosen], [predictions[i] for i in chosen]
+    rows.append({"min_score": min_score, "shown": 100.0 * len(chosen) / len(pairs),
+                 **exact_match(t, p), **edit_similarity(t, p)})
+  return rows

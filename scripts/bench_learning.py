@@ -25,6 +25,11 @@ given the same, and two baselines.
    (`metrics.cursor_class`: at the line's start, between words, inside a word -- a token
    cut in two), and every example with all completions in
    <model_dir>/learning_examples.jsonl.
+6. With --line_search=K: the model's completions by the line search too (beam_search.gin, K
+   beams, infer on the same prefixes), scored as a completer of its own, and its acceptance
+   curve: for thresholds on the line's score that show 100%, 90%, ... of the examples, the
+   exact match and edit similarity of those shown (`metrics.acceptance`), printed, in the
+   JSON and as a PNG beside it.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
@@ -133,6 +138,48 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_st
     if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                       env=QUIET_TF).returncode:
       sys.exit(f"bench_learning: eval failed; see {log_path}")
+
+
+def line_search(model_dir, data_dir, step, prefixes, beam_size, gin_files=(), gin_params=(),
+                model_gin=MODEL_GIN):
+  """(completions, scores) of checkpoint `step` for `prefixes`: the line search's best line and
+  its log-probability (-inf: none), by infer with beam_search.gin."""
+  inputs = os.path.join(model_dir, "line_search_prefixes.jsonl")
+  with open(inputs, "w") as f:
+    f.writelines(json.dumps({"prefix": prefix}) + "\n" for prefix in prefixes)
+  output = os.path.join(model_dir, "line_search")
+  cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "infer_full_line.gin",
+                                                "beam_search.gin"],
+                          [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
+                           f"BEAM_SIZE = {beam_size}", f"CHECKPOINT_STEP = {step}",
+                           f"INPUT_FILE = '{inputs}'", f"OUTPUT_FILE = '{output}'"])
+  log_path = os.path.join(model_dir, "line_search.log")
+  with open(log_path, "w") as log:
+    if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                      env=QUIET_TF).returncode:
+      sys.exit(f"bench_learning: the line search failed; see {log_path}")
+  with open(f"{output}-{step}") as f:
+    found = [json.loads(line) for line in f]
+  return ([f["completions"][0] if f["completions"] else "" for f in found],
+          [f["scores"][0] if f["scores"] else float("-inf") for f in found])
+
+
+def plot_acceptance(rows, path):
+  """Edit similarity and exact match of the suggestions shown, against the share shown."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, ax = plt.subplots(figsize=(6, 4.2))
+  shown = [r["shown"] for r in rows]
+  for metric, label in (("edit_similarity", "edit similarity"), ("exact_match", "exact match")):
+    ax.plot(shown, [r[metric] for r in rows], marker="o", label=label)
+  ax.set(title="the line search's suggestions over a score threshold",
+         xlabel="examples shown (%), the best-scoring first", ylabel="of those shown (%)")
+  ax.invert_xaxis()
+  ax.grid(alpha=0.3)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
 
 
 def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=()):
@@ -260,6 +307,9 @@ def main():
   parser.add_argument("--mixture", default=TRAIN_MIXTURE,
                       help="the Task or Mixture the model trains on (its eval: "
                            f"{EVAL_TASK})")
+  parser.add_argument("--line_search", type=int, default=0, metavar="K",
+                      help="also complete by the line search with K beams, and report its "
+                           "acceptance curve (0: not)")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
   rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
@@ -337,6 +387,17 @@ def main():
     report["metrics"] = {"model": report["metrics"]["model"],
                          "peer": baselines.score(targets, completions["peer"]),
                          **{k: v for k, v in report["metrics"].items() if k != "model"}}
+  acceptance = None
+  if args.line_search:
+    print(f"the line search ({args.line_search} beams) on the same examples ...",
+          file=sys.stderr, flush=True)
+    prefixes = [prefix for prefix, _ in
+                baselines.task_examples(EVAL_TASK, "validation", len(targets))]
+    completions["line search"], line_scores = line_search(
+        args.model_dir, args.data_dir, step, prefixes, args.line_search, args.gin_file,
+        args.gin_param, args.model_gin)
+    report["metrics"]["line search"] = baselines.score(targets, completions["line search"])
+    acceptance = metrics.acceptance(targets, completions["line search"], line_scores)
   per = {name: per_example(targets, preds) for name, preds in completions.items()}
   leads = {other: {metric: bootstrap_lead(per["model"][metric], per[other][metric])
                    for metric in ("exact_match", "edit_similarity")}
@@ -383,7 +444,8 @@ def main():
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
          "model_lead": leads, "copy_probe": probe, "by_cursor": cursors,
          "peer_train_wall_s": peer_wall,
-         "curve": curve}
+         "curve": curve, "line_search_beams": args.line_search or None,
+         "acceptance": acceptance}
   baseline_metrics = {name: report["metrics"][name] for name in baselines.BASELINES}
   curve_png = (os.path.splitext(args.json)[0] if args.json else
                os.path.join(args.model_dir, "learning")) + "_curve.png"
@@ -393,6 +455,15 @@ def main():
         f"{p['token_positions'] / 1e6:.1f}M: {p['edit_similarity']:.2f} "
         f"({p['codexglue_edit_similarity']:.2f})" for p in points))
   print(f"learning curve (edit similarity, CodeXGLUE's in brackets): {curve_png}")
+  if acceptance:
+    acceptance_png = curve_png.replace("_curve.png", "_acceptance.png")
+    plot_acceptance(acceptance, acceptance_png)
+    print("acceptance (the line search's best line shown when its score >= min_score):")
+    print("  shown %  min_score  exact  edit sim")
+    for row in acceptance:
+      print(f"  {row['shown']:7.1f}  {row['min_score']:9.3f}  {row['exact_match']:5.2f}  "
+            f"{row['edit_similarity']:8.2f}")
+    print(f"acceptance curve: {acceptance_png}")
   if args.json:
     with open(args.json, "w") as f:
       json.dump(out, f, indent=2)

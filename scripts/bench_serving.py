@@ -7,7 +7,9 @@ For the latest checkpoint of --model_dir (a model of --gin_file, default the dev
      greedy     the export's default decoding
      read       greedy to one token: reading the prefix and one step, the part of a call
                 that does not depend on the completion's length
-     beam<k>    beam search (`beam_search.gin`) with k beams, for each k of --beams
+     beam<k>    the line search (`beam_search.gin`) with k beams, for each k of --beams: a
+                beam search that ends at the line end and stops once no open beam can beat
+                the best finished one
 2. For each SavedModel and each --threads count, in a process of its own that holds only
    TensorFlow and tensorflow_text (as a serving client would, its intra- and inter-op threads
    set to that count): the seconds to load it, the first call (graph set-up) on its own, then

@@ -64,3 +64,17 @@ def test_by_cursor_scores_each_class_on_its_own_examples():
   assert by["inside a word"]["examples"] == 1 and by["inside a word"]["exact_match"] == 100.0
   assert by["line start"]["exact_match"] == 0.0
   assert by["between words"]["edit_similarity"] == 0.0
+
+
+def test_acceptance_shows_the_best_scoring_suggestions_first():
+  targets = ["a", "b", "c", "d"]
+  predictions = ["a", "b", "x", "yyyy"]
+  scores = [-0.1, -0.5, -2.0, float("-inf")]  # the last returned nothing
+  rows = metrics.acceptance(targets, predictions, scores, shown_shares=(100, 75, 50, 25))
+  # 100% cannot be shown: one example has no suggestion.
+  assert [(r["shown"], r["min_score"]) for r in rows] == [(75.0, -2.0), (50.0, -0.5),
+                                                           (25.0, -0.1)]
+  assert [r["exact_match"] for r in rows] == pytest.approx([200 / 3, 100.0, 100.0])
+  assert rows[0]["edit_similarity"] == pytest.approx(200 / 3)
+  with pytest.raises(ValueError, match="3 scores"):
+    metrics.acceptance(targets, predictions, scores[:3])
