@@ -4,7 +4,7 @@
 
 Every prefix is prepared exactly as the full-line Task prepares its inputs
 (`preprocessors.prefix_inputs`): tokenize, keep the longest tail that starts a line and fits,
-EOS. Greedy decoding writes one completion per line; the line search (line_search.gin) one
+EOS. Greedy decoding writes one completion per line; the line search (beam_search.gin) one
 JSON object per line, its top k completions and their scores, best first.
 """
 
