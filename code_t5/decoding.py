@@ -2,13 +2,14 @@
 
 mesh-tf's `Unitransformer.beam_search` raises NotImplementedError when `input_full_attention`
 is on (our prefix LM), because it only decodes from position 0. Here the prefix is read once,
-exactly as `Unitransformer.sample_autoregressive` reads it for greedy decoding, and
-`mtf.beam_search` then grows the continuation in its own length dimension: step i of the
-search writes sequence position `len(prefix) + i`, which differs per example.
+exactly as `Unitransformer.sample_autoregressive` reads it for greedy decoding
+(`_PrefixReader`), and each step then writes sequence position `len(prefix) + i`, which
+differs per example: `mtf.beam_search` grows the line search's hypotheses so, and
+`greedy_decode` (the causal model's, models/causal.gin) its argmax line.
 
-Use it through `utils.run.predict_fn` (gin_configs/beam_search.gin); it serves the infer,
-eval and export_infer modes alike. `greedy_decode` is mesh-tf's own greedy decoding behind the
-same hook (models/causal.gin sets it).
+Use them through `utils.run.predict_fn` (gin_configs/beam_search.gin; models/causal.gin); they
+serve the infer, eval and export_infer modes alike. Both heal the prefix's last pieces first
+when `code_t5.token_healing.pieces` says so (`code_t5.healing`).
 
 Both read the inputs through `served_inputs`: mesh-tf's export appends an EOS to every request
 (`dataset.encode_all_features`), which is the prefix LM's delimiter but no part of what a
@@ -22,6 +23,7 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
 import tensorflow.compat.v1 as tf
 
+from code_t5 import healing
 from code_t5 import preprocessors
 from code_t5.vocabulary import EOS_ID, NEWLINE_ID
 
@@ -35,11 +37,115 @@ def served_inputs(inputs):
 
 
 @gin.configurable(module="code_t5")
+def token_healing(pieces=0):
+  """How many of a prefix's last pieces decoding takes off and writes again, each step held to
+  the text taken off (`code_t5.healing`): greedy decoding and the line search ask here. 0: none."""
+  return pieces
+
+
+def _healing_tables(vocab_dim):
+  """The healing tables of the run's vocabulary (mesh-tf's get_vocabulary, bound by
+  dataset.gin, or export.gin's serving Task)."""
+  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
+  from t5.models import mesh_transformer  # pylint: disable=g-import-not-at-top
+  vocab = mtf_utils.targets_vocabulary(mesh_transformer.get_vocabulary())
+  return healing.tables_of_model(vocab.sp_model, vocab_dim.size)
+
+
+class _Healing:
+  """Token healing on mtf tensors: the prefix's last pieces taken off (`typed`, [batch dims,
+  heal]), the mask of the pieces that agree with them at each step, and the continuation with
+  them cut off again. Each a healing.py function on every slice of the batch dimensions."""
+
+  def __init__(self, model, inputs, pieces):
+    self.tables = _healing_tables(model.output_vocab_dim)
+    self.batch_dims = inputs.shape.dims[:-1]
+    self.vocab_dim = model.output_vocab_dim
+    typed_shape = mtf.Shape(self.batch_dims + [mtf.Dimension("heal", pieces)])
+    self.inputs, self.typed = mtf.slicewise(
+        lambda ids: healing.back_off(self.tables, ids, pieces, preprocessors.inputs_delimiter()),
+        [inputs], output_shape=[inputs.shape, typed_shape], output_dtype=[tf.int32, tf.int32],
+        splittable_dims=self.batch_dims)
+
+  def broadcast(self, batch_dims):
+    """The taken-off pieces for `batch_dims` (the beams of each prefix)."""
+    self.typed = mtf.broadcast(self.typed, batch_dims + self.typed.shape.dims[-1:])
+    self.batch_dims = batch_dims
+
+  def mask(self, continuation, step):
+    """[batch dims, vocab]: 0 where a piece may be written at `step`, -1e9 elsewhere.
+
+    Each slice computes the whole vocabulary, in a dimension no layout splits; renamed to the
+    model's, mtf lays it out as the logits are (split over `model` where the mesh has one)."""
+    whole_vocab = mtf.Dimension("healing_vocab", self.vocab_dim.size)
+    mask = mtf.slicewise(
+        lambda typed, ids, i: healing.allowed_pieces(self.tables, typed, ids, i),
+        [self.typed, continuation, step], output_shape=self.batch_dims + [whole_vocab],
+        output_dtype=tf.float32, splittable_dims=self.batch_dims)
+    return mtf.rename_dimension(mask, whole_vocab.name, self.vocab_dim.name)
+
+  def cut(self, continuation):
+    """`continuation` without the text it wrote again."""
+    return mtf.slicewise(lambda typed, ids: healing.without_typed(self.tables, typed, ids),
+                         [self.typed, continuation], output_shape=continuation.shape,
+                         output_dtype=tf.int32, splittable_dims=self.batch_dims)
+
+
+class _PrefixReader:
+  """A prefix read once, as mesh-tf's sample_autoregressive reads it (the prefix LM's prefix
+  attends to itself in both directions), its key/value caches filled; then `logits` of each
+  next position, one token at a time. `sequence` [batch dims, length]: the prefix, then zeros
+  with room for the continuation."""
+
+  def __init__(self, model, sequence, variable_dtype):
+    self.model, self.variable_dtype = model, variable_dtype
+    self.batch_dims = sequence.shape.dims[:-1]
+    self.sequence_dim = sequence.shape.dims[-1]
+    self.mesh = sequence.mesh
+    self.prefix_length = mtf.reduce_sum(mtf.to_int32(mtf.not_equal(sequence, 0)),
+                                        reduced_dim=self.sequence_dim)
+    positions = mtf.range(self.mesh, self.sequence_dim, tf.int32)
+    if model.input_full_attention:
+      self.priority = positions * mtf.to_int32(mtf.greater(positions, self.prefix_length))
+    else:
+      self.priority = positions
+    first_part = transformer.Context(
+        model=model, mesh=self.mesh, batch_dims=self.batch_dims, length_dim=self.sequence_dim,
+        variable_dtype=variable_dtype, mode="first_part", position=positions,
+        position_is_default=True, new_states=[], initial_position=self.prefix_length,
+        constant_states=[], write_priority=self.priority, read_priority=self.priority,
+        inputs=sequence)
+    with tf.variable_scope(model.name):
+      model._call_internal(first_part, transformer.autoregressive_inputs(sequence))  # pylint: disable=protected-access
+    self.constant_states = first_part.constant_states
+    self.states = first_part.new_states
+    # The input of the first step: the prefix's last token (its EOS, if delimited).
+    self.last_token = mtf.gather(sequence, self.prefix_length - 1, self.sequence_dim)
+
+  def logits(self, step, previous, states):
+    """Float logits for position len(prefix) + step, whose input is `previous` (the token
+    written at step - 1; ignored at step 0, where it is the prefix's last), and the new
+    states."""
+    token = previous * mtf.to_int32(mtf.greater(step, 0)) + self.last_token * mtf.to_int32(
+        mtf.equal(step, 0))
+    position = self.prefix_length + step
+    incremental = transformer.Context(
+        model=self.model, mesh=self.mesh, batch_dims=self.batch_dims,
+        length_dim=self.sequence_dim, variable_dtype=self.variable_dtype, mode="incremental",
+        position=position, states=states, new_states=[],
+        constant_states=self.constant_states, write_priority=self.priority,
+        read_priority=position, inputs=token)
+    with tf.variable_scope(self.model.name, reuse=True):
+      logits = self.model._call_internal(incremental, token)  # pylint: disable=protected-access
+    return mtf.to_float(logits), incremental.new_states
+
+
+@gin.configurable(module="code_t5")
 def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
-  """`predict_fn` for utils.run: what mesh-tf's PREDICT mode does for a Unitransformer
-  (sample_autoregressive, with the settings the mode file gives it) from `served_inputs`,
-  for at most the targets' length in tokens: the longest rest of a line the full-line Task
-  holds (mesh-tf would go on to the end of the row, past a short prefix).
+  """`predict_fn` for utils.run: greedy decoding (the argmax token at each step) of the rest
+  of the line from `served_inputs`, for at most the targets' length in tokens: the longest
+  rest of a line the full-line Task holds. With `token_healing`, the prefix's last pieces are
+  written again first, held to their text, and cut off after.
 
   `stop_at_line_end`: the loop ends once every row of the batch has written a line end (a
   causal model trained on files ends a line so, not with EOS); else at EOS or the targets'
@@ -47,11 +153,37 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   first line end or EOS -- and a short line costs a few steps instead of the targets' length
   (scripts/bench_serving.py)."""
   inputs = served_inputs(features["inputs"])
-  targets_length = gin.query_parameter("utils.run.sequence_length")["targets"]
-  inputs = mtf.pad(inputs, [0, targets_length], inputs.shape.dims[-1].name)
-  return model.sample_autoregressive(inputs, variable_dtype=variable_dtype,
-                                     max_steps=targets_length, remove_partial_sequences=True,
-                                     stop_at_token=NEWLINE_ID if stop_at_line_end else EOS_ID)
+  pieces = token_healing()
+  healer = _Healing(model, inputs, pieces) if pieces else None
+  if healer:
+    inputs = healer.inputs
+  steps = gin.query_parameter("utils.run.sequence_length")["targets"] + pieces
+  mesh = inputs.mesh
+  batch_dims, length_dim = inputs.shape.dims[:-1], inputs.shape.dims[-1]
+  reader = _PrefixReader(model, mtf.pad(inputs, [0, steps], length_dim.name), variable_dtype)
+  decode_dim = mtf.Dimension("decode_length", steps)
+  line_end = NEWLINE_ID if stop_at_line_end else EOS_ID
+
+  def cond_fn(step, continuation, *states):
+    del states
+    ended = mtf.reduce_any(mtf.logical_or(mtf.equal(continuation, line_end),
+                                          mtf.equal(continuation, EOS_ID)),
+                           reduced_dim=decode_dim)
+    return mtf.logical_and(mtf.less(step, steps), mtf.logical_not(mtf.reduce_all(ended)))
+
+  def body_fn(step, continuation, *states):
+    previous = mtf.gather(continuation, step - 1, decode_dim)
+    logits, new_states = reader.logits(step, previous, states)
+    if healer:
+      logits += healer.mask(continuation, step)
+    token = mtf.argmax(logits, model.output_vocab_dim)
+    continuation += token * mtf.one_hot(step, decode_dim, dtype=tf.int32)
+    return [step + 1, continuation] + new_states
+
+  start = [mtf.constant(mesh, 0, dtype=tf.int32),
+           mtf.zeros(mesh, batch_dims + [decode_dim], tf.int32)]
+  continuation = mtf.while_loop(cond_fn, body_fn, start + reader.states)[1]
+  return healer.cut(continuation) if healer else continuation
 
 
 def line_end_logits(logits, vocab_dim):
@@ -204,62 +336,43 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   if max_steps is None:
     max_steps = gin.query_parameter("utils.run.sequence_length")["targets"]
   inputs = served_inputs(features["inputs"])
+  pieces = token_healing()
+  healer = _Healing(model, inputs, pieces) if pieces else None
+  if healer:
+    inputs = healer.inputs
+  max_steps += pieces
   batch_dim, length_dim = inputs.shape.dims
   mesh = inputs.mesh
   beam_dim = mtf.Dimension("beam", beam_size)
   decode_dim = mtf.Dimension("decode_length", max_steps)
   batch_dims = [batch_dim, beam_dim]
+  if healer:
+    healer.broadcast(batch_dims)
 
   # Room after the prefix for the continuation, then one copy of the prefix per beam (the
   # prefix pass costs beam_size times greedy's; the search steps dominate for long lines).
   sequence = mtf.pad(inputs, [0, max_steps], length_dim.name)
-  sequence_dim = sequence.shape.dims[-1]
-  sequence = mtf.broadcast(sequence, [batch_dim, beam_dim, sequence_dim])
-  prefix_length = mtf.reduce_sum(mtf.to_int32(mtf.not_equal(sequence, 0)),
-                                 reduced_dim=sequence_dim)
-
-  # Read the prefix in one pass, filling the key/value caches: the same priorities as
-  # sample_autoregressive, so the prefix attends to itself in both directions.
-  positions = mtf.range(mesh, sequence_dim, tf.int32)
-  if model.input_full_attention:
-    priority = positions * mtf.to_int32(mtf.greater(positions, prefix_length))
-  else:
-    priority = positions
-  first_part = transformer.Context(
-      model=model, mesh=mesh, batch_dims=batch_dims, length_dim=sequence_dim,
-      variable_dtype=variable_dtype, mode="first_part", position=positions,
-      position_is_default=True, new_states=[], initial_position=prefix_length,
-      constant_states=[], write_priority=priority, read_priority=priority, inputs=sequence)
-  with tf.variable_scope(model.name):
-    model._call_internal(first_part, transformer.autoregressive_inputs(sequence))  # pylint: disable=protected-access
-  last_prefix_token = mtf.gather(sequence, prefix_length - 1, sequence_dim)  # EOS, if delimited
+  reader = _PrefixReader(model, mtf.broadcast(sequence, batch_dims + sequence.shape.dims[-1:]),
+                         variable_dtype)
 
   def logits_fn(step, continuation, states):
     """Logits for sequence position len(prefix) + step, given the continuation so far."""
-    # At step 0 the one-hot of index -1 is all zeros: the input is the prefix's last token.
-    previous = mtf.gather(continuation, step - 1, decode_dim)
-    token = previous + last_prefix_token * mtf.to_int32(mtf.equal(step, 0))
-    position = prefix_length + step
-    incremental = transformer.Context(
-        model=model, mesh=mesh, batch_dims=batch_dims, length_dim=sequence_dim,
-        variable_dtype=variable_dtype, mode="incremental", position=position,
-        states=states, new_states=[], constant_states=first_part.constant_states,
-        write_priority=priority, read_priority=position, inputs=token)
-    with tf.variable_scope(model.name, reuse=True):
-      logits = model._call_internal(incremental, token)  # pylint: disable=protected-access
-    logits = mtf.to_float(logits)
+    logits, new_states = reader.logits(step, mtf.gather(continuation, step - 1, decode_dim),
+                                       states)
+    if healer:
+      logits += healer.mask(continuation, step)
     if never_end:  # as sample_autoregressive's: no EOS; a newline is a token like any other
       logits += mtf.one_hot(mtf.constant(mesh, EOS_ID, dtype=tf.int32),
                             model.output_vocab_dim, on_value=-1e9, off_value=0.0,
                             dtype=logits.dtype)
-      return logits, incremental.new_states
-    return line_end_logits(logits, model.output_vocab_dim), incremental.new_states
+      return logits, new_states
+    return line_end_logits(logits, model.output_vocab_dim), new_states
 
   beams, scores = mtf.beam_search.beam_search(
       logits_fn,
       mtf.zeros(mesh, [batch_dim, beam_dim, decode_dim], tf.int32),
       alpha,
-      states=first_part.new_states,
+      states=reader.states,
       eos_id=EOS_ID if never_end else NEWLINE_ID,  # the line's end (line_end_logits)
       decode_length=mtf.constant(mesh, max_steps, dtype=tf.int32),
       use_tpu=True,  # as mesh-tf's own beam_search: fixed loop variables
@@ -268,6 +381,8 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
       layout=model.layout)
   if not never_end:
     beams = line_end_as_eos(beams)
+  if healer:
+    beams = healer.cut(beams)
   # Slots the search never filled score mtf's -INF (-1e7); a completion under min_score joins
   # them: its ids become padding (the empty string), its score -inf.
   shown = mtf.greater(scores, -mtf.beam_search.INF / 2)

@@ -61,6 +61,15 @@ def literal_bindings(path: str) -> dict:
   return literal_bindings_of(files.read_text(path))
 
 
+def included_files(path: str) -> list:
+  """The files the gin file at `path` includes, in order, as written."""
+  from gin import config_parser  # pylint: disable=g-import-not-at-top
+  return [statement.filename
+          for statement in config_parser.ConfigParser(io.StringIO(files.read_text(path)),
+                                                      _Literals())
+          if isinstance(statement, config_parser.IncludeStatement)]
+
+
 def literal_bindings_of(text: str) -> dict:
   """literal_bindings of gin text (a file's, or --gin_param bindings one per line)."""
   from gin import config_parser  # pylint: disable=g-import-not-at-top

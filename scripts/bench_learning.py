@@ -16,7 +16,8 @@ given the same, and two baselines.
 4. The peer (scripts/gpt_peer.py): Hugging Face's GPT2LMHeadModel with the dev model's
    width, depth, heads and vocabulary, trained as a causal LM on the same train split for the
    same steps of as many token positions (AdamW, warm-up, cosine decay), then completing the
-   same examples from the same input window, greedily to the line end (`--no_peer` skips it;
+   same examples from the same input window, greedily to the line end, healed as the model's
+   decoding is (code_t5.token_healing) (`--no_peer` skips it;
    its checkpoint, <model_dir>/peer/peer.pt, lets --resume continue it too).
 5. Every full-line metric of each, ours and CodeXGLUE's (code_t5/metrics.py), the model's
    lead over the peer and each baseline with a paired bootstrap 95% interval, the copy probe
@@ -199,6 +200,16 @@ def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=
   return rows, sum(literals["utils.run.sequence_length"].values())
 
 
+def healing_pieces(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
+  """How many pieces the model's decoding heals (code_t5.token_healing.pieces in its gin
+  files and --gin_param, 0 where none binds it): the peer's decoding heals as many."""
+  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  literals = {**gin_literals(model_gin),
+              **{k: v for f in gin_files for k, v in gin_literals(f).items()},
+              **summaries.literal_bindings_of("\n".join(gin_params))}
+  return literals.get("code_t5.token_healing.pieces", 0)
+
+
 def copy_probe(windows, targets, completions):
   """Of the examples whose whole line (typed + target) stands verbatim on an earlier line of
   the model's window, how many, and the share of them each completer completes exactly."""
@@ -362,6 +373,7 @@ def main():
   if not args.no_peer:
     import gpt_peer  # pylint: disable=g-import-not-at-top
     max_new = summaries.run_bindings(args.model_dir)["sequence_length"]["targets"]
+    heal = healing_pieces(args.model_gin, args.gin_file, args.gin_param)
     # The peer's points, kept across a --resume as its checkpoint is.
     peer_curve_path = os.path.join(args.model_dir, "peer", "curve.json")
     peer_completions = {}
@@ -371,7 +383,7 @@ def main():
 
     def score_peer(at, model, vocab, newline):
       print(f"the peer at step {at} on the same examples ...", file=sys.stderr, flush=True)
-      peer_completions[at] = gpt_peer.complete(model, vocab, windows, newline, max_new)
+      peer_completions[at] = gpt_peer.complete(model, vocab, windows, newline, max_new, heal)
       # Before the peer's first checkpoint (every 100 steps) nothing has made its folder.
       os.makedirs(os.path.dirname(peer_curve_path), exist_ok=True)
       with open(peer_curve_path + ".tmp", "w") as f:

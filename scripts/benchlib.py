@@ -12,10 +12,15 @@ QUIET_TF = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
 def gin_literals(path):
-  """The literal bindings of a gin file under gin_configs/ (e.g. "sequence_lengths/dev.gin"),
-  as gin parses them: {"utils.run.sequence_length": {...}, "d_model": 256, ...}."""
+  """The literal bindings of a gin file under gin_configs/ (e.g. "sequence_lengths/dev.gin")
+  and of the files it includes, as gin applies them (an include's first, the file's own
+  over them): {"utils.run.sequence_length": {...}, "d_model": 256, ...}."""
   from code_t5 import summaries  # pylint: disable=g-import-not-at-top
-  return summaries.literal_bindings(os.path.join(REPO, "gin_configs", path))
+  full_path = os.path.join(REPO, "gin_configs", path)
+  literals = {}
+  for included in summaries.included_files(full_path):
+    literals.update(gin_literals(included))
+  return {**literals, **summaries.literal_bindings(full_path)}
 
 
 def mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags=(), program=None):

@@ -5,8 +5,8 @@ vocabulary (learned positions, tied embeddings, no dropout), trained as a causal
 windows of `rows` x `context` tokens of the train split -- every file's ids with EOS between
 files, as one stream -- by AdamW with linear warm-up and cosine decay to zero over the run.
 It completes a prefix from the text the code_t5 model reads of it (`baselines.model_window`),
-greedily, until a line end, EOS or `max_new` tokens: the same examples, window and stopping
-rule as the model's full-line eval.
+greedily, until a line end, EOS or `max_new` tokens, healed as the model's decoding heals:
+the same examples, window, decoding and stopping rule as the model's full-line eval.
 
 `scripts/bench_learning.py` trains it beside the model for the same token positions
 (`--tokens`); `train` and `complete` are its two steps.
@@ -137,25 +137,42 @@ def train(stream: np.ndarray, vocab_size: int, steps: int, config: PeerConfig = 
 
 
 def complete(model, vocabulary, windows: Sequence[str], newline_id: int,
-             max_new: int = 32) -> List[str]:
+             max_new: int = 32, heal_pieces: int = 0) -> List[str]:
   """Greedy continuation of each window text up to a line end, EOS or `max_new` tokens (the
-  line end and EOS not included), as the model's full-line eval cuts its predictions."""
+  line end and EOS not included), as the model's full-line eval cuts its predictions; with
+  `heal_pieces`, healed as the model's decoding heals (code_t5/healing.py, the same three
+  steps): the window's last pieces taken off, written again under its mask, cut off after."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import torch  # pylint: disable=g-import-not-at-top
+  from code_t5 import healing  # pylint: disable=g-import-not-at-top
+  tables = (healing.HealingTables.of(vocabulary.tokenizer, model.config.vocab_size)
+            if heal_pieces else None)
+  steps = max_new + heal_pieces
   completions = []
   with torch.no_grad():
     for window in windows:
       ids = vocabulary.encode(window)
+      typed = None
+      if tables and ids:
+        kept, typed = healing.back_off(tables, tf.constant([ids], tf.int32), heal_pieces, False)
+        ids = [int(i) for i in kept.numpy()[0] if i]
       context = model.config.n_positions
-      new = []
+      new = np.zeros([1, steps], np.int32)
       past = None
-      step_ids = torch.tensor([ids[-(context - max_new):] or [vocabulary.eos_id]])
-      for _ in range(max_new):
+      step_ids = torch.tensor([ids[-(context - steps):] or [vocabulary.eos_id]])
+      for step in range(steps):
         out = model(input_ids=step_ids, past_key_values=past, use_cache=True)
         past = out.past_key_values
-        token = int(out.logits[0, -1].argmax())
+        logits = out.logits[0, -1]
+        if typed is not None:
+          allowed = healing.allowed_pieces(tables, typed, tf.constant(new), tf.constant(step))
+          logits = logits + torch.from_numpy(allowed.numpy()[0])
+        token = int(logits.argmax())
         if token in (newline_id, vocabulary.eos_id):
           break
-        new.append(token)
+        new[0, step] = token
         step_ids = torch.tensor([[token]])
-      completions.append(vocabulary.decode(new))
+      if typed is not None:
+        new = healing.without_typed(tables, typed, tf.constant(new)).numpy()
+      completions.append(vocabulary.decode([int(i) for i in new[0] if i]))
   return completions

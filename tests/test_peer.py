@@ -50,6 +50,10 @@ def test_the_peer_learns_a_file_and_completes_its_lines_to_the_line_end(vocab):
   windows = [FILE[:FILE.index(" * height")], FILE[:FILE.index("width + height)")]]
   assert gpt_peer.complete(model, vocab, windows, newline, max_new=16) == [
       " * height", "width + height)"]
+  # Healed as the model's decoding heals: cursors inside a word give the rest of the line.
+  inside = [FILE[:FILE.index("dth * height")], FILE[:FILE.index("ight)")]]
+  assert gpt_peer.complete(model, vocab, inside, newline, max_new=16, heal_pieces=3) == [
+      "dth * height", "ight):"]
 
 
 def test_a_training_killed_and_continued_from_its_checkpoint_is_the_same_training(

@@ -1,0 +1,143 @@
+"""Token healing's three steps (code_t5/healing.py) on a real sentencepiece model trained the
+way `python -m code_t5.data vocab` trains one, over every cursor of small Python files: what
+is taken off a prefix, which pieces may be written while its text is written again, and the
+completion that is left once that text is cut off. Decoding with them, on trained models:
+tests/test_memorisation.py."""
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+
+from conftest import synthetic_module
+from code_t5 import healing
+from code_t5.data import vocab
+from code_t5.vocabulary import EOS_ID
+
+PIECES = 3
+ROW = 96  # tokens of a prefix row (the windows here are shorter)
+STEPS = 24  # tokens of a continuation
+
+
+@pytest.fixture(scope="module")
+def processor():
+  texts = [synthetic_module(seed).decode() for seed in range(12)]
+  model = spm.SentencePieceProcessor()
+  model.LoadFromSerializedProto(vocab.train_sentencepiece(texts, 600))
+  return model
+
+
+@pytest.fixture(scope="module")
+def tables(processor):
+  return healing.HealingTables.of(processor)
+
+
+def cursors(text, every=3):
+  """(code before the cursor, rest of its line) at every `every`-th character of each line,
+  the line's start and its code's start included; the prefix kept to its last 4 lines."""
+  out = []
+  start = 0
+  for line in text.split("\n"):
+    code = len(line) - len(line.lstrip(" \t"))
+    for column in sorted({0, code, *range(code, len(line), every)}):
+      before = text[:start + column]
+      out.append(("\n".join(before.split("\n")[-4:]), line[column:]))
+    start += len(line) + 1
+  return out
+
+
+def rows(processor, texts, length, eos=False, head=False):
+  """Each text's ids (its last `length`, or its first if `head`), then an EOS if `eos`,
+  then zeros."""
+  ids = np.zeros((len(texts), length), np.int32)
+  room = length - int(eos)
+  for i, text in enumerate(texts):
+    encoded = processor.encode(text)
+    encoded = (encoded[:room] if head else encoded[-room:]) + ([EOS_ID] if eos else [])
+    ids[i, :len(encoded)] = encoded
+  return ids
+
+
+@pytest.fixture(scope="module")
+def examples(processor):
+  pairs = [pair for seed in (3, 20) for pair in cursors(synthetic_module(seed).decode())]
+  assert len(pairs) > 100
+  return pairs
+
+
+def decode(processor, ids):
+  return processor.decode([int(i) for i in ids if i > 1])
+
+
+@pytest.mark.parametrize("delimited", [False, True], ids=["causal", "delimited"])
+def test_the_last_pieces_are_taken_off_but_not_the_indentation(processor, tables, examples,
+                                                                delimited):
+  prefixes = [p for p, _ in examples]
+  ids = rows(processor, prefixes, ROW, eos=delimited)
+  kept, typed = (t.numpy() for t in healing.back_off(tables, tf.constant(ids), PIECES,
+                                                      delimited))
+  taken_counts = set()
+  for i, prefix in enumerate(prefixes):
+    taken = [int(t) for t in typed[i] if t]
+    taken_counts.add(len(taken))
+    kept_ids = [int(k) for k in kept[i] if k]
+    if delimited:  # the EOS moves to the end of what is kept
+      assert kept_ids[-1] == EOS_ID
+      kept_ids = kept_ids[:-1]
+    assert kept_ids + taken == [int(t) for t in ids[i] if t and t != EOS_ID], prefix
+    assert kept_ids or not prefix, prefix  # a piece always stays
+    typed_text = processor.decode(taken)
+    assert "\n" not in typed_text and prefix.endswith(typed_text)
+    line = prefix.rsplit("\n", 1)[-1]
+    if not line.strip():  # only indentation typed: nothing is taken off it
+      assert not taken, (prefix, taken)
+    else:  # and never a piece of it
+      assert len(typed_text) <= len(line) - (len(line) - len(line.lstrip(" \t"))), prefix
+  assert taken_counts == set(range(PIECES + 1))  # the fixture reaches every count
+
+
+def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
+    processor, tables, examples):
+  """Whatever was taken off, the file's own pieces for it and the line's rest are allowed at
+  every step, other pieces are not while text is left, and cutting the taken-off text from
+  them leaves exactly the rest of the line."""
+  prefixes = [p for p, _ in examples]
+  _, typed = healing.back_off(tables, tf.constant(rows(processor, prefixes, ROW)), PIECES,
+                              False)
+  typed = typed.numpy()
+  written = [processor.decode([int(t) for t in row if t]) + rest
+             for row, (_, rest) in zip(typed, examples)]
+  continuation = rows(processor, written, STEPS, head=True)
+  cut = healing.without_typed(tables, tf.constant(typed), tf.constant(continuation)).numpy()
+  for i, (_, rest) in enumerate(examples):
+    if len(processor.encode(written[i])) <= STEPS:
+      assert decode(processor, cut[i]) == rest, (written[i], rest)
+
+  refused_while_typing = 0
+  for step in range(4):
+    mask = healing.allowed_pieces(tables, tf.constant(typed), tf.constant(continuation),
+                                  tf.constant(step)).numpy()
+    for i in range(len(examples)):
+      assert mask[i, continuation[i, step]] == 0, (written[i], step)
+      typed_text = processor.decode([int(t) for t in typed[i] if t])
+      written_before = len(processor.decode([int(t) for t in continuation[i, :step]]))
+      if written_before >= len(typed_text):
+        assert (mask[i] == 0).all()
+      else:
+        left = typed_text[written_before:]
+        for piece in np.flatnonzero(mask[i] == 0):
+          text = tables.texts[piece]
+          assert text and (left.startswith(text) or text.startswith(left)), (left, text)
+        refused_while_typing += int((mask[i] < 0).sum() > 0)
+  assert refused_while_typing > 50
+
+
+def test_a_continuation_that_stops_inside_the_typed_text_leaves_nothing(processor, tables):
+  prefix = "def alpha_3(x, y=3):\n    total = x + y"
+  _, typed = healing.back_off(tables, tf.constant(rows(processor, [prefix], ROW)), PIECES,
+                              False)
+  typed_text = processor.decode([int(t) for t in typed.numpy()[0] if t])
+  assert len(typed_text) >= 2
+  partial = rows(processor, [typed_text[:1]], STEPS, head=True)
+  cut = healing.without_typed(tables, typed, tf.constant(partial)).numpy()
+  assert not cut.any()
