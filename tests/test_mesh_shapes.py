@@ -1,5 +1,5 @@
 """Every shipped mesh shape trains and evals (and the largest infers) as one device does, on
-one CPU.
+one CPU; healed greedy decoding on a batch- and model-split mesh decodes as one device does.
 
 mesh-tf's placement mesh puts each slice of a mesh on the device named for it and accepts one
 device named many times: `mesh_devices = ['cpu:0'] * 8` is an 8-device mesh on one CPU, split,
@@ -62,6 +62,13 @@ SHAPES = {
 # its prefixes differs, and that does not depend on the shape. So infer runs on the reference
 # and on the largest mesh only: 6 fewer launches (about 2 minutes of CI on a slow machine).
 INFER_SHAPES = ("cpu", "tpu_v3_32")
+# Greedy decoding with token healing (code_t5.greedy_decode, which decodes the prefix LM too):
+# its mask is computed whole on every slice of the batch and laid out over `vocab` as the
+# logits are, which `model:2` splits. (Greedy, not the line search: mtf's beam search over a
+# vocabulary split in two keeps other candidates than over one, and returns other lines.)
+HEALED_SHAPES = ("cpu", "model:2,batch:2")
+HEALED_GREEDY = ["utils.run.predict_fn = @code_t5.greedy_decode",
+                 "code_t5.token_healing.pieces = 3"]
 TINY_RUN = ["MIXTURE_NAME = 'flcc_python_full_line'"] + TINY_MODEL + [
     f"utils.run.batch_size = ('sequences_per_batch', {BATCH})", "mesh_train_dataset_fn.seed = 7",
     "dropout_rate = 0.0", "Unitransformer.sample_autoregressive.max_steps = 8"]
@@ -101,6 +108,15 @@ def runs(flcc_data_dir, tmp_path_factory):
     if shape in INFER_SHAPES:
       commands.append(command(warm, [mesh_file, "infer_full_line.gin"], params + decode + [
           f"INPUT_FILE = '{prefixes}'", f"OUTPUT_FILE = '{model_dir}/completions'"]))
+    if shape in HEALED_SHAPES:
+      commands.append(command(warm, [mesh_file, "infer_full_line.gin"],
+                              params + decode + HEALED_GREEDY + [
+          f"INPUT_FILE = '{prefixes}'", f"OUTPUT_FILE = '{model_dir}/healed'"]))
+    if shape == "cpu":  # the same decoder, unhealed: healing must change something
+      commands.append(command(warm, [mesh_file, "infer_full_line.gin"],
+                              params + decode + HEALED_GREEDY + [
+          "code_t5.token_healing.pieces = 0",
+          f"INPUT_FILE = '{prefixes}'", f"OUTPUT_FILE = '{model_dir}/unhealed'"]))
   proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,
                         text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert proc.returncode == 0, proc.stderr[-5000:]
@@ -116,6 +132,12 @@ def runs(flcc_data_dir, tmp_path_factory):
       infer_seconds, _ = next(outputs)
       with open(model_dir / f"completions-{WARM_STEPS}") as f:
         completions = f.read().split("\n")[:-1]
+    healed = {}
+    for name in (["healed"] if shape in HEALED_SHAPES else []) + (
+        ["unhealed"] if shape == "cpu" else []):
+      next(outputs)
+      with open(model_dir / f"{name}-{WARM_STEPS}") as f:
+        healed[name] = f.read().split("\n")[:-1]
     print(f"{shape}: train {train_seconds:.1f} s, eval {eval_seconds:.1f} s, "
           f"infer {infer_seconds} s")
     with open(model_dir / "eval" / f"flcc_python_full_line_{WARM_STEPS}_predictions") as f:
@@ -123,7 +145,7 @@ def runs(flcc_data_dir, tmp_path_factory):
     metrics = re.findall(r"eval/flcc_python_full_line/(\w+) at step \d+: ([0-9.]+)", evaluation)
     results[shape] = {"losses": mesh_main_runs.losses(train),
                       "predictions": predictions, "completions": completions,
-                      "metrics": dict(metrics)}
+                      "healed": healed, "metrics": dict(metrics)}
   return results
 
 
@@ -150,3 +172,10 @@ def test_each_mesh_shape_trains_and_evals_as_one_device(runs, shape):
   if shape in INFER_SHAPES:
     assert len(run["completions"]) == len(PREFIXES)
     assert run["completions"] == reference["completions"]
+
+
+def test_healed_greedy_decoding_on_a_split_mesh_is_one_devices(runs):
+  reference, split = runs["cpu"]["healed"]["healed"], runs["model:2,batch:2"]["healed"]["healed"]
+  assert len(reference) == len(PREFIXES) and any(reference)
+  assert reference != runs["cpu"]["healed"]["unhealed"]  # healing changed the lines
+  assert split == reference
