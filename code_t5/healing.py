@@ -26,7 +26,7 @@ import functools
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from code_t5.vocabulary import NEWLINE, NEWLINE_ID
+from code_t5.vocabulary import EOS_ID, NEWLINE, NEWLINE_ID
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,8 +114,8 @@ def back_off(tables: HealingTables, ids, pieces: int, delimited: bool):
   position = text_end[:, None] - back[None, :]  # [rows, pieces]
   heals = tf.gather(lengths, tf.gather(flat, tf.maximum(position, 0), batch_dims=1)) > 0
   heals &= (position >= 1) & (position >= code_start[:, None])
-  taken = tf.reduce_sum(tf.cast(tf.math.cumprod(tf.cast(heals, tf.int32), axis=1), tf.int32),
-                        axis=1)  # [rows]: consecutive healing pieces from the end
+  # [rows]: how many pieces heal in a row, counted from the end
+  taken = tf.reduce_sum(tf.math.cumprod(tf.cast(heals, tf.int32), axis=1), axis=1)
   start = text_end - taken
   # The taken pieces in their order, then zeros.
   offsets = tf.range(pieces)[None, :]
@@ -123,7 +123,7 @@ def back_off(tables: HealingTables, ids, pieces: int, delimited: bool):
   typed *= tf.cast(offsets < taken[:, None], typed.dtype)
   kept = flat * tf.cast(columns < start[:, None], flat.dtype)
   if delimited:  # the EOS moves to where the text now ends
-    kept += tf.cast(tf.equal(columns, start[:, None]), flat.dtype)
+    kept += EOS_ID * tf.cast(tf.equal(columns, start[:, None]), flat.dtype)
   return unflat(kept), unflat(typed)
 
 
