@@ -127,11 +127,14 @@ def back_off(tables: HealingTables, ids, pieces: int, delimited: bool):
   return unflat(kept), unflat(typed)
 
 
+def _typed_length(tables: HealingTables, typed):
+  """[rows]: the length of each row's taken-off text, in characters."""
+  return tf.reduce_sum(tf.gather(tf.constant(tables.lengths), typed), axis=1)
+
+
 def _typed_text(tables: HealingTables, typed):
-  """[rows] strings: the text of each row's taken-off pieces, and its length."""
-  texts, lengths = tf.constant(tables.texts, tf.string), tf.constant(tables.lengths)
-  return (tf.strings.reduce_join(tf.gather(texts, typed), axis=1),
-          tf.reduce_sum(tf.gather(lengths, typed), axis=1))
+  """[rows] strings: the text of each row's taken-off pieces."""
+  return tf.strings.reduce_join(tf.gather(tf.constant(tables.texts, tf.string), typed), axis=1)
 
 
 def _written_lengths(tables: HealingTables, continuation):
@@ -148,7 +151,7 @@ def allowed_pieces(tables: HealingTables, typed, continuation, step):
   after that, every piece may."""
   typed, unflat = _rows(typed)
   continuation, _ = _rows(continuation)
-  text, text_length = _typed_text(tables, typed)
+  text_length = _typed_length(tables, typed)
   # Characters written by the first `step` pieces.
   written = tf.where(step > 0,
                      tf.gather(_written_lengths(tables, continuation), tf.maximum(step - 1, 0),
@@ -157,9 +160,9 @@ def allowed_pieces(tables: HealingTables, typed, continuation, step):
   left_length = tf.maximum(text_length - written, 0)  # [rows]
   vocab = len(tables.texts)
 
-  def mask():
-    left = tf.strings.substr(text, tf.minimum(written, text_length), left_length,
-                             unit="UTF8_CHAR")
+  def mask():  # only while some row has text left: the strings are joined here, not every step
+    left = tf.strings.substr(_typed_text(tables, typed), tf.minimum(written, text_length),
+                             left_length, unit="UTF8_CHAR")
     rows = tf.shape(left)[0]
     piece_texts = tf.tile(tf.constant(tables.texts, tf.string)[None, :], [rows, 1])
     piece_lengths = tf.tile(tf.constant(tables.lengths)[None, :], [rows, 1])
@@ -175,7 +178,7 @@ def allowed_pieces(tables: HealingTables, typed, continuation, step):
     return tf.where(agrees | free, tf.zeros([rows, vocab]), tf.fill([rows, vocab], -1e9))
 
   result = tf.cond(tf.reduce_any(left_length > 0), mask,
-                   lambda: tf.zeros([tf.shape(text)[0], vocab]))
+                   lambda: tf.zeros([tf.shape(typed)[0], vocab]))
   return unflat(result)
 
 
@@ -187,7 +190,7 @@ def without_typed(tables: HealingTables, typed, continuation):
   typed, _ = _rows(typed)
   continuation, unflat = _rows(continuation)
   steps = tf.shape(continuation)[1]
-  _, text_length = _typed_text(tables, typed)
+  text_length = _typed_length(tables, typed)
   written = _written_lengths(tables, continuation)  # [rows, steps]
   inside = tf.reduce_sum(tf.cast(written <= text_length[:, None], tf.int32), axis=1)  # [rows]
   before = tf.where(inside > 0,
