@@ -361,8 +361,20 @@ def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_p
       assert f"Restoring parameters from {named}" in proc.stderr
     else:  # killed before the first checkpoint was named: nothing to continue from
       assert "Restoring parameters from" not in proc.stderr
+    # The rotation holds: the state names the last two, and their files are there.
+    state = tf.train.get_checkpoint_state(str(model_dir))
+    in_state = [int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths]
+    assert in_state == [steps - 5, steps]
     kept = _checkpoint_steps(model_dir)
-    assert kept[-1] == steps and len(kept) == 2
+    assert set(in_state) <= set(kept)
+    # TF's Saver names a new checkpoint in the state and only then deletes the files of the
+    # one it rotates out: a kill between the two leaves that one's files, named nowhere, and
+    # no later rotation removes them. mesh-tf's Saver also keeps one every 2 hours
+    # (keep_checkpoint_every_n_hours), unnamed alike, so a restart cannot tell such files
+    # from a deliberate keeper and leaves them (CONTRIBUTING, Known limits). At most that
+    # one, from before the kill.
+    orphans = [step for step in kept if step not in in_state]
+    assert len(orphans) <= 1 and set(orphans) <= set(saved), (kept, saved)
     final = tf.train.latest_checkpoint(str(model_dir))
     assert tf.train.load_variable(final, "global_step") == steps
 
