@@ -26,6 +26,7 @@ def gin_configs_dir() -> str:
 # `include 'dataset.gin'` means ours, with or without --gin_location_prefix.
 gin.add_config_file_search_path(gin_configs_dir())
 
+from code_t5 import consensus  # noqa: E402,F401  (gin: code_t5.consensus_line)
 from code_t5 import decoding  # noqa: E402,F401  (gin: code_t5.prefix_lm_beam_search, greedy_decode)
 from code_t5 import export  # noqa: E402,F401  (gin: code_t5.register_serving_task)
 from code_t5 import infer  # noqa: E402,F401  (gin: code_t5.complete_lines_from_file)

@@ -5,7 +5,8 @@
 Every prefix is prepared exactly as the full-line Task prepares its inputs
 (`preprocessors.prefix_inputs`): tokenize, keep the longest tail that starts a line and fits,
 EOS. Greedy decoding writes one completion per line; the line search (beam_search.gin) one
-JSON object per line, its top k completions and their scores, best first.
+JSON object per line, its top k completions and their scores, best first; the consensus line
+(consensus.gin) one JSON object per line, the line chosen and its confidence.
 """
 
 import json
@@ -30,8 +31,13 @@ def prefixes_dataset(prefixes, vocab, input_length):
 @gin.configurable(module="code_t5")
 def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequence_length,
                              checkpoint_path=None, input_filename=gin.REQUIRED,
-                             output_filename=gin.REQUIRED):
-  """Writes `<output_filename>-<step>`: line i completes prefix i."""
+                             output_filename=gin.REQUIRED, choose_line=None):
+  """Writes `<output_filename>-<step>`: line i completes prefix i.
+
+  `choose_line(prefix, completions, scores) -> (line, confidence)` (consensus.gin:
+  `code_t5.consensus_line`), after the line search: line i is then the line it chooses of the
+  search's and copy-line's, as {"completion", "confidence"}.
+  """
   del model_type
   prefixes = [prefix for prefix, in json_lines.read_records(input_filename)]
   # Pad the list to whole batches; the extra decodes are dropped below.
@@ -45,8 +51,21 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
   results = list(estimator.predict(input_fn, checkpoint_path=checkpoint_path))[:len(prefixes)]
   step = mtf_utils.get_step_from_checkpoint_path(checkpoint_path)
   targets_vocabulary = mtf_utils.targets_vocabulary(vocabulary)
-  json_lines.write_lines([completion_line(result, targets_vocabulary) for result in results],
-                         f"{output_filename}-{step}")
+  lines = [completion_line(result, targets_vocabulary) for result in results]
+  if choose_line:
+    if results and "top_k_scores" not in results[0]:
+      raise ValueError("code_t5.complete_lines_from_file.choose_line chooses among the line "
+                       "search's lines: add --gin_file=beam_search.gin (consensus.gin does)")
+    lines = [chosen_line(prefix, json.loads(line), choose_line)
+             for prefix, line in zip(prefixes, lines)]
+  json_lines.write_lines(lines, f"{output_filename}-{step}")
+
+
+def chosen_line(prefix, searched, choose_line):
+  """What infer writes of a prefix whose line `choose_line` chooses: {"completion",
+  "confidence"}."""
+  line, confidence = choose_line(prefix, searched["completions"], searched["scores"])
+  return json.dumps({"completion": line, "confidence": round(confidence, 6)})
 
 
 def _text(decoded, vocabulary):

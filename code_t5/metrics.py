@@ -41,12 +41,18 @@ def exact_match(targets, predictions) -> Dict[str, float]:
   return {"exact_match": _mean(t == p for t, p in _pairs(targets, predictions))}
 
 
+def line_similarity(target: str, prediction: str) -> float:
+  """Our edit similarity of one line (0..1): 1 - Levenshtein distance / length of the longer
+  line, trailing whitespace left out (an editor strips it)."""
+  target, prediction = target.rstrip(), prediction.rstrip()
+  longest = max(len(target), len(prediction))
+  return 1.0 - editdistance.eval(target, prediction) / longest if longest else 1.0
+
+
 def edit_similarity(targets, predictions) -> Dict[str, float]:
   """1 - Levenshtein distance / length of the longer string."""
-  def similarity(t, p):
-    longest = max(len(t), len(p))
-    return 1.0 - editdistance.eval(t, p) / longest if longest else 1.0
-  return {"edit_similarity": _mean(similarity(t, p) for t, p in _pairs(targets, predictions))}
+  return {"edit_similarity": _mean(line_similarity(t, p)
+                                   for t, p in _pairs(targets, predictions))}
 
 
 def prefix_coverage(targets, predictions) -> Dict[str, float]:

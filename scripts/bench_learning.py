@@ -8,7 +8,8 @@ given the same, and two baselines.
    (inputs + targets) a step; a budget in positions, so that figures compare across machines
    and recipes; the wall time is reported beside them), or --steps steps.
 2. Full-line eval of that checkpoint (eval_full_line.gin, greedy) on the first --examples
-   examples of the validation split: repositories that training never saw.
+   examples of the validation split (--split=test: the test split): repositories that
+   training never saw.
 3. On exactly those examples, two baselines (code_t5/baselines.py, as `make smoke` shows them):
      * a token 4-gram completer counted on the train split, with the same vocabulary;
      * "copy the earlier line of the same file that best matches what is typed", once from
@@ -30,7 +31,8 @@ given the same, and two baselines.
    beams, infer on the same prefixes), scored as a completer of its own, and its acceptance
    curve: for thresholds on the line's score that show 100%, 90%, ... of the examples, the
    exact match and edit similarity of those shown (`metrics.acceptance`), printed, in the
-   JSON and as a PNG beside it.
+   JSON and as a PNG beside it. With --consensus too: the consensus line of the K lines and
+   copy-line's (code_t5/consensus.py, consensus.gin's defaults), as a completer of its own.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
@@ -127,14 +129,14 @@ def recorded_training(parts):
 
 
 def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_steps,
-             model_gin=MODEL_GIN):
-  """Greedy full-line eval of the checkpoints nearest `checkpoint_steps`, in one launch
-  (written to <model_dir>/validation_eval)."""
+             model_gin=MODEL_GIN, split="validation"):
+  """Greedy full-line eval of the checkpoints nearest `checkpoint_steps` on `split`, in one
+  launch (written to <model_dir>/<split>_eval)."""
   cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "eval_full_line.gin"],
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
-                           f"EVAL_EXAMPLES = {examples}",
+                           f"EVAL_EXAMPLES = {examples}", f"SPLIT = '{split}'",
                            f"CHECKPOINT_STEP = {list(checkpoint_steps)}"])
-  log_path = os.path.join(model_dir, "eval.log")
+  log_path = os.path.join(model_dir, f"{split}_eval.log")
   with open(log_path, "w") as log:
     if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                       env=QUIET_TF).returncode:
@@ -142,27 +144,34 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_st
 
 
 def line_search(model_dir, data_dir, step, prefixes, beam_size, gin_files=(), gin_params=(),
-                model_gin=MODEL_GIN):
-  """(completions, scores) of checkpoint `step` for `prefixes`: the line search's best line and
-  its log-probability (-inf: none), by infer with beam_search.gin."""
-  inputs = os.path.join(model_dir, "line_search_prefixes.jsonl")
+                model_gin=MODEL_GIN, name="line_search"):
+  """[{"completions", "scores"}] of checkpoint `step` for `prefixes`: the line search's
+  `beam_size` lines, best first, and their log-probabilities, by infer with beam_search.gin
+  (its files: <model_dir>/<name>*)."""
+  inputs = os.path.join(model_dir, f"{name}_prefixes.jsonl")
   with open(inputs, "w") as f:
     f.writelines(json.dumps({"prefix": prefix}) + "\n" for prefix in prefixes)
-  output = os.path.join(model_dir, "line_search")
+  output = os.path.join(model_dir, name)
   cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "infer_full_line.gin",
                                                 "beam_search.gin"],
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
-                           f"BEAM_SIZE = {beam_size}", f"CHECKPOINT_STEP = {step}",
+                           f"BEAM_SIZE = {beam_size}", f"TOP_K = {beam_size}",
+                           f"CHECKPOINT_STEP = {step}",
                            f"INPUT_FILE = '{inputs}'", f"OUTPUT_FILE = '{output}'"])
-  log_path = os.path.join(model_dir, "line_search.log")
+  log_path = os.path.join(model_dir, f"{name}.log")
   with open(log_path, "w") as log:
     if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                       env=QUIET_TF).returncode:
       sys.exit(f"bench_learning: the line search failed; see {log_path}")
   with open(f"{output}-{step}") as f:
-    found = [json.loads(line) for line in f]
-  return ([f["completions"][0] if f["completions"] else "" for f in found],
-          [f["scores"][0] if f["scores"] else float("-inf") for f in found])
+    return [json.loads(line) for line in f]
+
+
+def best_lines(searched):
+  """(completions, scores): each prefix's best line of the line search and its score (-inf:
+  none)."""
+  return ([found["completions"][0] if found["completions"] else "" for found in searched],
+          [found["scores"][0] if found["scores"] else float("-inf") for found in searched])
 
 
 def plot_acceptance(rows, path):
@@ -301,7 +310,10 @@ def main():
                       help="points of the learning curve: the model and the peer are scored "
                            "at that many evenly spaced steps, the last at the budget")
   parser.add_argument("--examples", type=int, default=1024,
-                      help="validation examples to score (-1: all)")
+                      help="examples of --split to score (-1: all)")
+  parser.add_argument("--split", default="validation",
+                      help="the held-out split every completer is scored on (validation, "
+                           "or test: repositories no choice of the defaults has seen)")
   parser.add_argument("--data_dir", default=DEV_TFDS)
   parser.add_argument("--model_dir", default=os.path.join(REPO, "runs", "bench_learning"))
   parser.add_argument("--resume", action="store_true",
@@ -321,8 +333,13 @@ def main():
   parser.add_argument("--line_search", type=int, default=0, metavar="K",
                       help="also complete by the line search with K beams, and report its "
                            "acceptance curve (0: not)")
+  parser.add_argument("--consensus", action="store_true",
+                      help="also the consensus line (consensus.gin's chooser, its defaults) "
+                           "of the line search's K lines and copy-line's (needs --line_search)")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
+  if args.consensus and not args.line_search:
+    parser.error("--consensus chooses among the line search's lines: give --line_search=K")
   rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
                                      args.gin_param)
   args.steps = args.steps or -(-args.tokens // (rows * context))
@@ -341,7 +358,7 @@ def main():
   at_steps = curve_steps(step, args.curve)
   print(f"full-line eval of steps {at_steps} ...", file=sys.stderr, flush=True)
   evaluate(args.model_dir, args.data_dir, args.examples, args.gin_file, args.gin_param,
-           at_steps, args.model_gin)
+           at_steps, args.model_gin, args.split)
 
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import seqio  # pylint: disable=g-import-not-at-top
@@ -349,11 +366,12 @@ def main():
   del tasks  # registers the Tasks
   seqio.set_tfds_data_dir_override(args.data_dir)
   print("the baselines on the same examples ...", file=sys.stderr, flush=True)
-  report = baselines.compare(args.model_dir, EVAL_TASK)
+  report = baselines.compare(args.model_dir, EVAL_TASK, args.split)
   completions, targets = report["completions"], report["targets"]
   features = seqio.get_mixture_or_task(EVAL_TASK).output_features
+  examples = baselines.task_examples(EVAL_TASK, args.split, len(targets))
   windows = [baselines.model_window(prefix, features["inputs"], report["input_length"])
-             for prefix, _ in baselines.task_examples(EVAL_TASK, "validation", len(targets))]
+             for prefix, _ in examples]
   # What the run trained (its operative config, now that it has one): the peer's rows too.
   rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
                                      args.gin_param)
@@ -363,11 +381,13 @@ def main():
     return {"step": at, "token_positions": at * positions,
             **baselines.score(targets, predictions)}
   curve = {"model": []}
-  for at in baselines.eval_steps(args.model_dir, EVAL_TASK):
+  for at in baselines.eval_steps(args.model_dir, EVAL_TASK, args.split):
     if at <= step:
       _, eval_targets, predictions = baselines.eval_outputs(args.model_dir, EVAL_TASK,
-                                                            step=at)
-      if eval_targets == targets:
+                                                            args.split, step=at)
+      # An older eval of other examples left its predictions (the targets file is the last
+      # eval's): only the steps scored on these examples are points.
+      if eval_targets == targets and len(predictions) == len(targets):
         curve["model"].append(curve_point(at, predictions))
   peer_wall = None
   if not args.no_peer:
@@ -375,7 +395,8 @@ def main():
     max_new = summaries.run_bindings(args.model_dir)["sequence_length"]["targets"]
     heal = healing_pieces(args.model_gin, args.gin_file, args.gin_param)
     # The peer's points, kept across a --resume as its checkpoint is.
-    peer_curve_path = os.path.join(args.model_dir, "peer", "curve.json")
+    peer_curve_path = os.path.join(args.model_dir, "peer", "curve.json" if
+                                   args.split == "validation" else f"curve_{args.split}.json")
     peer_completions = {}
     if os.path.exists(peer_curve_path):
       with open(peer_curve_path) as f:
@@ -403,22 +424,36 @@ def main():
   if args.line_search:
     print(f"the line search ({args.line_search} beams) on the same examples ...",
           file=sys.stderr, flush=True)
-    prefixes = [prefix for prefix, _ in
-                baselines.task_examples(EVAL_TASK, "validation", len(targets))]
-    completions["line search"], line_scores = line_search(
-        args.model_dir, args.data_dir, step, prefixes, args.line_search, args.gin_file,
-        args.gin_param, args.model_gin)
+    prefixes = [prefix for prefix, _ in examples]
+    searched = line_search(args.model_dir, args.data_dir, step, prefixes, args.line_search,
+                           args.gin_file, args.gin_param, args.model_gin,
+                           name=f"line_search_{args.split}")
+    completions["line search"], line_scores = best_lines(searched)
     report["metrics"]["line search"] = baselines.score(targets, completions["line search"])
     acceptance = metrics.acceptance(targets, completions["line search"], line_scores)
+    if args.consensus:
+      from code_t5 import consensus  # pylint: disable=g-import-not-at-top
+      completions["consensus"] = [
+          consensus.consensus_line(prefix, found["completions"], found["scores"])[0]
+          for prefix, found in zip(prefixes, searched)]
+      report["metrics"]["consensus"] = baselines.score(targets, completions["consensus"])
   per = {name: per_example(targets, preds) for name, preds in completions.items()}
-  leads = {other: {metric: bootstrap_lead(per["model"][metric], per[other][metric])
-                   for metric in ("exact_match", "edit_similarity")}
-           for other in completions if other != "model"}
+  def leads_of(ours):
+    return {other: {metric: bootstrap_lead(per[ours][metric], per[other][metric])
+                    for metric in ("exact_match", "edit_similarity")}
+            for other in completions if other != ours}
+  leads = leads_of("model")
+  # The consensus is the model's completer too: its lead over the baselines and the peer.
+  consensus_leads = ({other: lead for other, lead in leads_of("consensus").items()
+                      if other not in ("model", "line search")}
+                     if "consensus" in completions else None)
   probe = copy_probe(windows, targets, completions)
   cursors = {name: metrics.by_cursor(windows, targets, preds)
              for name, preds in completions.items()}
 
-  with open(os.path.join(args.model_dir, "learning_examples.jsonl"), "w") as f:
+  examples_name = ("learning_examples.jsonl" if args.split == "validation" else
+                   f"learning_examples_{args.split}.jsonl")
+  with open(os.path.join(args.model_dir, examples_name), "w") as f:
     for i, target in enumerate(targets):
       f.write(json.dumps({"prefix_tail": report["prefix_tails"][i], "target": target,
                           **{name: preds[i] for name, preds in completions.items()}}) + "\n")
@@ -429,7 +464,7 @@ def main():
   trained.setdefault("token_positions", step * positions)
   wall = f", {train_wall / 60:.1f} min of wall time from launch" if train_wall else ""
   print(f"\ndev model at step {step}{wall}; {trained.get('token_positions', '?'):,} token "
-        f"positions trained; {len(targets)} validation examples (held-out repositories)")
+        f"positions trained; {len(targets)} {args.split} examples (held-out repositories)")
   print(f"(copy-window: copy-line from only the model's {report['input_length']}-token input "
         "window; CXG: CodeXGLUE's definitions)")
   if peer_wall is not None:
@@ -445,16 +480,17 @@ def main():
       print(f"cursor {cursor} ({cursors['model'][cursor]['examples']} examples), edit sim: "
             + ", ".join(f"{name} {by[cursor]['edit_similarity']:.2f}"
                         for name, by in cursors.items()))
-  for baseline, by_metric in leads.items():
-    for metric, lead in by_metric.items():
-      print(f"model - {baseline:<11} {metric:<15} {lead['lead']:+6.2f} points "
-            f"(paired bootstrap 95% CI {lead['ci95'][0]:+.2f} .. {lead['ci95'][1]:+.2f})")
+  for ours, ours_leads in (("model", leads), ("consensus", consensus_leads or {})):
+    for baseline, by_metric in ours_leads.items():
+      for metric, lead in by_metric.items():
+        print(f"{ours} - {baseline:<11} {metric:<15} {lead['lead']:+6.2f} points "
+              f"(paired bootstrap 95% CI {lead['ci95'][0]:+.2f} .. {lead['ci95'][1]:+.2f})")
   out = {"budget_steps": budget, "train_wall_s": train_wall,
          "checkpoint_step": step, "token_positions": trained.get("token_positions"),
-         "examples": len(targets), "split": "validation", "ngram": report["ngram"],
+         "examples": len(targets), "split": args.split, "ngram": report["ngram"],
          "copy_window_tokens": report["input_length"], "metric_names":
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
-         "model_lead": leads, "copy_probe": probe, "by_cursor": cursors,
+         "model_lead": leads, "consensus_lead": consensus_leads, "copy_probe": probe, "by_cursor": cursors,
          "peer_train_wall_s": peer_wall,
          "curve": curve, "line_search_beams": args.line_search or None,
          "acceptance": acceptance}

@@ -26,7 +26,7 @@ import pytest
 import mesh_main_runs
 from conftest import PYTHON, QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, \
     mesh_main_runs_command, run_data_cli, saved_model_completions
-from code_t5 import baselines, metrics
+from code_t5 import baselines, consensus, metrics
 from code_t5.data import tree_writer
 
 # Two files written for this test. Every line is distinct, and both start with the same line:
@@ -227,11 +227,14 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
       *([infer("beam", ["beam_search.gin"], ["code_t5.prefix_lm_beam_search.max_steps = 48",
                                              "TOP_K = 3"])]
         if beam else []),
-      # Of width one, to set beside greedy; and with a confidence threshold.
+      # Of width one, to set beside greedy; with a confidence threshold; and the consensus of
+      # the same search as "beam"'s with copy-line.
       *([infer("line search 1", ["beam_search.gin"], ["BEAM_SIZE = 1"], run_model=shipped),
          infer("beam over half", ["beam_search.gin"], [
              "code_t5.prefix_lm_beam_search.max_steps = 48", "TOP_K = 3",
-             f"MIN_SCORE = {LOG_HALF!r}"])]
+             f"MIN_SCORE = {LOG_HALF!r}"]),
+         infer("consensus", ["consensus.gin"], [
+             "code_t5.prefix_lm_beam_search.max_steps = 48", "BEAM_SIZE = 4", "TOP_K = 3"])]
         if line_search else []),
       *([mesh_main_command(model_dir, data_dir, model_files + ["score.gin"], model + [
           f"INPUT_FILE = '{data_root / 'pairs.jsonl'}'", f"OUTPUT_FILE = '{root / 'scores'}'"])]
@@ -269,7 +272,9 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
           "beam infer": [found[0] if found else "" for found, _ in top_k("beam")]}
          if beam else {}),
       **({"line search 1": [found[0] if found else "" for found, _ in top_k("line search 1")],
-          "beam over half": top_k("beam over half")} if line_search else {}),
+          "beam over half": top_k("beam over half"),
+          "consensus": [json.loads(line) for line in lines("consensus")]}
+         if line_search else {}),
       **({"greedy to length": lines("greedy_to_length")} if greedy_to_length else {}),
       "SavedModel": saved_model_completions(export_dir, [p for p, _ in examples], 8),
       **({"greedy healed": lines("greedy healed"),
@@ -352,6 +357,25 @@ def test_a_confidence_threshold_keeps_the_lines_that_reach_it(causal):
     assert kept == [c for c, s in zip(completions, scores) if s >= LOG_HALF]
     assert kept_scores == pytest.approx([s for s in scores if s >= LOG_HALF], abs=1e-4)
   assert any(kept for kept, _ in over_half) and not all(len(kept) == 3 for kept, _ in over_half)
+
+
+@pytest.mark.slow
+def test_infer_writes_the_consensus_of_the_line_search_and_copy_line(memorise_data, causal):
+  """consensus.gin: per prefix, the line code_t5.consensus_line chooses of the same search's
+  lines ("beam": 4 beams, the best 3) and copy-line's, with its expected edit similarity;
+  on the memorised lines that is the true line, though copy-line's line most often is not."""
+  examples, chosen = memorise_data[2], causal["consensus"]
+  assert len(chosen) == len(examples)
+  for (prefix, _), (completions, scores), found in zip(examples, causal["beam top 3"], chosen):
+    line, confidence = consensus.consensus_line(prefix, completions, scores)
+    assert (found["completion"], found["confidence"]) == (line, pytest.approx(confidence,
+                                                                              abs=1e-5))
+  targets, held = causal["targets"], _held("causal", examples)
+  misses = [(targets[i], chosen[i]["completion"]) for i in held
+            if chosen[i]["completion"] != targets[i]]
+  assert len(misses) <= (1 - EXACT) * len(held), misses
+  copied = [baselines.copy_similar_line(examples[i][0]) for i in held]
+  assert sum(line == targets[i] for i, line in zip(held, copied)) < len(held) / 2
 
 
 @pytest.mark.slow

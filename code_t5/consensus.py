@@ -1,0 +1,68 @@
+"""The consensus line: of the line search's lines and copy-line's, the one that agrees most with
+all of them (minimum Bayes risk under edit similarity).
+
+The line search (beam_search.gin) gives the k likeliest lines with their log-probabilities;
+copy-line (`baselines.copy_similar_line`) gives the rest of the earlier line of the file that
+best matches what is typed, which the model, reading a 128-token window, often cannot see.
+Each line is evidence of what the user will type: the model's lines weighted by their
+probability (flattened by `temperature`), renormalised to `1 - copy_weight`, copy-line's by
+`copy_weight`. The suggestion is the candidate whose expected edit similarity
+(`metrics.line_similarity`) to that evidence is highest; that expectation is its confidence.
+
+Why: the model's greedy line and copy-line's are each the better one on about half of the
+examples (BENCHMARKS.md, "The consensus line", for what it gains).
+
+  infer:  --gin_file=infer_full_line.gin --gin_file=consensus.gin
+"""
+
+import math
+from typing import Sequence, Tuple
+
+import gin
+
+from code_t5 import baselines
+from code_t5 import metrics
+
+
+@gin.configurable(module="code_t5")
+def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[float],
+                   copy_weight: float = 0.3, temperature: float = 2.0) -> Tuple[str, float]:
+  """(suggestion, its expected edit similarity 0..1) for the file's `prefix`, from the line
+  search's `completions` and their `scores` (log-probabilities, best first; -inf: none).
+
+  Args:
+    prefix: the file up to the cursor, as infer and the full-line Task read it.
+    completions: the line search's lines (TOP_K of them), best first.
+    scores: their log-probabilities in nats; a line scored -inf is left out.
+    copy_weight: the share of the evidence that copy-line's line carries (0: the model's
+      lines alone; left out when copy-line has no line: no earlier line is longer than the
+      typed one).
+    temperature: the model's log-probabilities are divided by it before the softmax; above 1
+      the less likely lines count for more.
+  """
+  if not 0.0 <= copy_weight <= 1.0:
+    raise ValueError(f"code_t5.consensus_line.copy_weight = {copy_weight}: must be in [0, 1]")
+  if temperature <= 0:
+    raise ValueError(f"code_t5.consensus_line.temperature = {temperature}: must be above 0")
+  if len(completions) != len(scores):
+    raise ValueError(f"{len(completions)} completions but {len(scores)} scores")
+  searched = [(line, score) for line, score in zip(completions, scores)
+              if not math.isinf(score)]
+  copied = baselines.copy_similar_line(prefix)
+  evidence = {}  # line -> weight; a line found twice counts twice
+  if searched:
+    best = max(score for _, score in searched)
+    unnormalised = [math.exp((score - best) / temperature) for _, score in searched]
+    model_share = 1.0 - copy_weight if copied else 1.0
+    for (line, _), weight in zip(searched, unnormalised):
+      evidence[line] = evidence.get(line, 0.0) + model_share * weight / sum(unnormalised)
+  if copied:
+    evidence[copied] = evidence.get(copied, 0.0) + (copy_weight if searched else 1.0)
+  if not evidence:
+    return "", 0.0
+  # Candidates in order, the model's best first: the first of equal expectations wins.
+  candidates = list(dict.fromkeys([line for line, _ in searched] + ([copied] if copied else [])))
+  expected = [sum(weight * metrics.line_similarity(other, line)
+                  for other, weight in evidence.items()) for line in candidates]
+  best_index = max(range(len(candidates)), key=lambda i: (expected[i], -i))
+  return candidates[best_index], expected[best_index]

@@ -1,0 +1,74 @@
+"""The consensus line (code_t5/consensus.py): the line search's lines and copy-line's as
+evidence, the candidate that agrees most with it chosen. Infer's use of it, on a trained
+model: tests/test_memorisation.py."""
+
+import math
+
+import pytest
+
+from code_t5 import baselines
+from code_t5 import consensus
+from code_t5 import metrics
+
+# The file's earlier line "total = compute(a, b)" is what copy-line offers at "total = ".
+PREFIX = "import os\ntotal = compute(a, b)\nprint(total)\ntotal = "
+COPIED = "compute(a, b)"
+
+
+def test_copy_lines_line_is_the_one_the_fixture_means():
+  assert baselines.copy_similar_line(PREFIX) == COPIED
+
+
+def test_the_line_that_agrees_with_the_others_wins_over_the_likeliest_alone():
+  # The best line is alone; the next two agree with copy-line's and with each other, and
+  # copy-line's line is the nearest to both.
+  lines = ["0", "compute(a, c)", "compute(a, d)"]
+  scores = [-1.0, -1.5, -1.6]
+  line, confidence = consensus.consensus_line(PREFIX, lines, scores)
+  assert line == COPIED
+  # Without copy-line's line, and with the model's probabilities as they are (temperature 1),
+  # the same two still outweigh the best line alone.
+  alone, _ = consensus.consensus_line(PREFIX, lines, scores, copy_weight=0.0, temperature=1.0)
+  assert alone == "compute(a, c)"
+  # Its confidence is its expected similarity under the evidence's weights.
+  weights = [math.exp(s / 2.0) for s in scores]
+  evidence = [(l, 0.7 * w / sum(weights)) for l, w in zip(lines, weights)] + [(COPIED, 0.3)]
+  assert confidence == pytest.approx(sum(w * metrics.line_similarity(other, line)
+                                         for other, w in evidence))
+
+
+def test_a_line_far_likelier_than_the_others_stays_at_a_low_temperature():
+  lines, scores = ["0", "compute(a, c)", "compute(a, d)"], [-0.01, -6.0, -6.5]
+  assert consensus.consensus_line(PREFIX, lines, scores, copy_weight=0.0,
+                                  temperature=1.0)[0] == "0"
+  # Flattened enough, the two that agree outweigh it.
+  assert consensus.consensus_line(PREFIX, lines, scores, copy_weight=0.0,
+                                  temperature=100.0)[0] == "compute(a, c)"
+
+
+def test_copy_weight_one_is_copy_line_and_zero_ignores_it():
+  lines, scores = ["x + 1", "x + 2"], [-0.5, -2.0]
+  assert consensus.consensus_line(PREFIX, lines, scores, copy_weight=1.0) == (COPIED, 1.0)
+  assert consensus.consensus_line(PREFIX, lines, scores, copy_weight=0.0)[0] == "x + 1"
+
+
+def test_lines_the_search_did_not_return_are_no_evidence():
+  # -inf: under MIN_SCORE or unfinished. With no line at all, copy-line's is the suggestion.
+  assert consensus.consensus_line(PREFIX, ["zzz"], [-math.inf]) == (COPIED, 1.0)
+  assert consensus.consensus_line(PREFIX, [], []) == (COPIED, 1.0)
+  # No earlier line longer than the typed one: copy-line has nothing, the model's lines alone.
+  assert consensus.consensus_line("x = ", ["1", "2"], [-0.1, -3.0]) == ("1", pytest.approx(
+      1.0 / (1.0 + math.exp(-2.9 / 2.0))))
+  assert consensus.consensus_line("x = ", [], []) == ("", 0.0)
+
+
+@pytest.mark.parametrize("kwargs,message", [({"copy_weight": 1.5}, "copy_weight"),
+                                            ({"temperature": 0.0}, "temperature")])
+def test_settings_out_of_range_are_refused(kwargs, message):
+  with pytest.raises(ValueError, match=message):
+    consensus.consensus_line(PREFIX, ["1"], [-1.0], **kwargs)
+
+
+def test_lines_and_scores_must_pair():
+  with pytest.raises(ValueError, match="2 completions but 1 scores"):
+    consensus.consensus_line(PREFIX, ["1", "2"], [-1.0])
