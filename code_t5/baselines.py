@@ -6,6 +6,9 @@
 * `copy_similar_line`: the rest of the earlier line of the same file whose start matches the
   most of what is already typed on the current line (the nearest such line on a tie).
 
+(`copy_next_line`, the line that followed the line before the cursor where it stood before,
+is not scored as a baseline: the consensus line, code_t5/consensus.py, weighs it.)
+
 Both take the whole file before the cursor, as the full-line Task's `inputs_pretokenized`
 holds it. `model_window` cuts that file down to what the model reads, so copy-line can also be
 scored on exactly the model's information.
@@ -133,6 +136,23 @@ def copy_similar_line(prefix: str) -> str:
     if common > best_common:
       best, best_common = line, common
   return "" if best is None else best[len(typed):]
+
+
+def copy_next_line(prefix: str) -> str:
+  """Rest of the line that followed the nearest earlier occurrence of the line before the
+  cursor, where that line starts with what is typed ("" where there is none): the line-level
+  induction a model that copies from its context would do (after `return NotImplemented`,
+  what followed it before)."""
+  *earlier, typed = prefix.split("\n")
+  if len(earlier) < 2 or not earlier[-1].strip():
+    return ""
+  before = earlier[-1].rstrip("\r")
+  for i in range(len(earlier) - 2, -1, -1):
+    if earlier[i].rstrip("\r") == before:
+      line = earlier[i + 1].rstrip("\r")
+      if line.startswith(typed) and len(line) > len(typed):
+        return line[len(typed):]
+  return ""
 
 
 # --- the model against the baselines, on the examples of its latest full-line eval ---------

@@ -1,12 +1,14 @@
-"""The consensus line: of the line search's lines and copy-line's, the one that agrees most with
-all of them (minimum Bayes risk under edit similarity).
+"""The consensus line: of the line search's lines and two copies from the file, the one that
+agrees most with all of them (minimum Bayes risk under edit similarity).
 
-The line search (beam_search.gin) gives the k likeliest lines with their log-probabilities;
-copy-line (`baselines.copy_similar_line`) gives the rest of the earlier line of the file that
-best matches what is typed, which the model, reading a 128-token window, often cannot see.
-Each line is evidence of what the user will type: the model's lines weighted by their
-probability (flattened by `temperature`), renormalised to `1 - copy_weight`, copy-line's by
-`copy_weight`. The suggestion is the candidate whose expected edit similarity
+The line search (beam_search.gin) gives the k likeliest lines with their log-probabilities.
+The file gives two more, which the model, reading a 128-token window and not yet copying
+from it, often misses: copy-line (`baselines.copy_similar_line`), the rest of the earlier
+line that best matches what is typed, and copy-next (`baselines.copy_next_line`), the line
+that followed the line before the cursor where it stood before. Each line is evidence of
+what the user will type: copy-line's weighted by `copy_weight`, copy-next's by
+`next_weight`, the model's lines sharing the rest by their probability (flattened by
+`temperature`). The suggestion is the candidate whose expected edit similarity
 (`metrics.line_similarity`) to that evidence is highest; that expectation is its confidence.
 
 Why: the model's greedy line and copy-line's are each the better one on about half of the
@@ -26,7 +28,8 @@ from code_t5 import metrics
 
 @gin.configurable(module="code_t5")
 def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[float],
-                   copy_weight: float = 0.3, temperature: float = 2.0) -> Tuple[str, float]:
+                   copy_weight: float = 0.3, next_weight: float = 0.4,
+                   temperature: float = 2.0) -> Tuple[str, float]:
   """(suggestion, its expected edit similarity 0..1) for the file's `prefix`, from the line
   search's `completions` and their `scores` (log-probabilities, best first; -inf: none).
 
@@ -34,34 +37,47 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
     prefix: the file up to the cursor, as infer and the full-line Task read it.
     completions: the line search's lines (TOP_K of them), best first.
     scores: their log-probabilities in nats; a line scored -inf is left out.
-    copy_weight: the share of the evidence that copy-line's line carries (0: the model's
-      lines alone; left out when copy-line has no line: no earlier line is longer than the
-      typed one).
+    copy_weight: the share of the evidence that copy-line's line carries
+      (`baselines.copy_similar_line`; left out where it has none: no earlier line is longer
+      than the typed one).
+    next_weight: the share that copy-next's line carries (`baselines.copy_next_line`: what
+      followed the line before the cursor where it stood before; left out where it has none).
     temperature: the model's log-probabilities are divided by it before the softmax; above 1
-      the less likely lines count for more.
+      the less likely lines count for more. The model's lines share what the two leave.
   """
-  if not 0.0 <= copy_weight <= 1.0:
-    raise ValueError(f"code_t5.consensus_line.copy_weight = {copy_weight}: must be in [0, 1]")
+  for name, weight in (("copy_weight", copy_weight), ("next_weight", next_weight)):
+    if not 0.0 <= weight <= 1.0:
+      raise ValueError(f"code_t5.consensus_line.{name} = {weight}: must be in [0, 1]")
+  if copy_weight + next_weight > 1.0:
+    raise ValueError(f"code_t5.consensus_line: copy_weight + next_weight = "
+                     f"{copy_weight + next_weight}: must be at most 1")
   if temperature <= 0:
     raise ValueError(f"code_t5.consensus_line.temperature = {temperature}: must be above 0")
   if len(completions) != len(scores):
     raise ValueError(f"{len(completions)} completions but {len(scores)} scores")
   searched = [(line, score) for line, score in zip(completions, scores)
               if not math.isinf(score)]
-  copied = baselines.copy_similar_line(prefix)
+  copied = [(line, weight) for line, weight in
+            ((baselines.copy_similar_line(prefix), copy_weight),
+             (baselines.copy_next_line(prefix), next_weight)) if line]
   evidence = {}  # line -> weight; a line found twice counts twice
   if searched:
     best = max(score for _, score in searched)
     unnormalised = [math.exp((score - best) / temperature) for _, score in searched]
-    model_share = 1.0 - copy_weight if copied else 1.0
+    model_share = 1.0 - sum(weight for _, weight in copied)
     for (line, _), weight in zip(searched, unnormalised):
       evidence[line] = evidence.get(line, 0.0) + model_share * weight / sum(unnormalised)
-  if copied:
-    evidence[copied] = evidence.get(copied, 0.0) + (copy_weight if searched else 1.0)
+  elif copied:  # no line of the model's: the copies are all the evidence
+    total = sum(weight for _, weight in copied)
+    copied = [(line, weight / total if total else 1.0 / len(copied))
+              for line, weight in copied]
+  for line, weight in copied:
+    evidence[line] = evidence.get(line, 0.0) + weight
   if not evidence:
     return "", 0.0
   # Candidates in order, the model's best first: the first of equal expectations wins.
-  candidates = list(dict.fromkeys([line for line, _ in searched] + ([copied] if copied else [])))
+  candidates = list(dict.fromkeys([line for line, _ in searched] +
+                                  [line for line, _ in copied]))
   expected = [sum(weight * metrics.line_similarity(other, line)
                   for other, weight in evidence.items()) for line in candidates]
   best_index = max(range(len(candidates)), key=lambda i: (expected[i], -i))

@@ -45,6 +45,20 @@ def test_copy_similar_line_copies_the_rest_of_the_best_matching_earlier_line():
   assert baselines.copy_similar_line("short\nmuch longer typed") == ""
 
 
+def test_copy_next_line_copies_what_followed_the_line_before_the_cursor():
+  prefix = ("    if a is None:\n        return NotImplemented\n    x = 1\n"
+            "    if a is None:\n        ")
+  assert baselines.copy_next_line(prefix) == "return NotImplemented"
+  # The nearest earlier occurrence whose next line starts with what is typed.
+  prefix = ("if a:\n    b()\nif a:\n    c()\nz = 0\nif a:\n    b")
+  assert baselines.copy_next_line(prefix) == "()"
+  # Nothing to follow: the line before is blank, occurs nowhere earlier, or what followed it
+  # does not start with what is typed.
+  assert baselines.copy_next_line("x = 1\n\ny = 2\n\n") == ""
+  assert baselines.copy_next_line("x = 1\ny = 2\n") == ""
+  assert baselines.copy_next_line("if a:\n    b()\nif a:\n    c") == ""
+
+
 def test_cursor_class_tells_a_cursor_inside_a_word_from_one_between_words():
   assert metrics.cursor_class("def f():\n    ", "return x") == "line start"
   assert metrics.cursor_class("x = 1\n", "y = 2") == "line start"

@@ -1,5 +1,5 @@
-"""The consensus line (code_t5/consensus.py): the line search's lines and copy-line's as
-evidence, the candidate that agrees most with it chosen. Infer's use of it, on a trained
+"""The consensus line (code_t5/consensus.py): the line search's lines, copy-line's and
+copy-next's as evidence, the candidate that agrees most with it chosen. Infer's use of it, on a trained
 model: tests/test_memorisation.py."""
 
 import math
@@ -48,7 +48,8 @@ def test_a_line_far_likelier_than_the_others_stays_at_a_low_temperature():
 
 def test_copy_weight_one_is_copy_line_and_zero_ignores_it():
   lines, scores = ["x + 1", "x + 2"], [-0.5, -2.0]
-  assert consensus.consensus_line(PREFIX, lines, scores, copy_weight=1.0) == (COPIED, 1.0)
+  assert consensus.consensus_line(PREFIX, lines, scores, copy_weight=1.0,
+                                  next_weight=0.0) == (COPIED, 1.0)
   assert consensus.consensus_line(PREFIX, lines, scores, copy_weight=0.0)[0] == "x + 1"
 
 
@@ -62,7 +63,24 @@ def test_lines_the_search_did_not_return_are_no_evidence():
   assert consensus.consensus_line("x = ", [], []) == ("", 0.0)
 
 
+def test_what_followed_the_line_before_the_cursor_is_evidence_too():
+  # "if other is None:" stood before, followed by "return NotImplemented"; the model's lines
+  # disagree with it, copy-line's is the nearest line of the same indentation.
+  prefix = ("    def __eq__(self, other):\n        if other is None:\n"
+            "            return NotImplemented\n        if other is self:\n"
+            "            return True\n        return self.x == other.x\n\n"
+            "    def __lt__(self, other):\n        if other is None:\n            ")
+  assert baselines.copy_similar_line(prefix) == "return True"
+  assert baselines.copy_next_line(prefix) == "return NotImplemented"
+  lines, scores = ["return False", "raise TypeError"], [-0.5, -1.5]
+  assert consensus.consensus_line(prefix, lines, scores)[0] == "return NotImplemented"
+  assert consensus.consensus_line(prefix, lines, scores, next_weight=0.0)[0] == "return False"
+
+
 @pytest.mark.parametrize("kwargs,message", [({"copy_weight": 1.5}, "copy_weight"),
+                                            ({"next_weight": -0.1}, "next_weight"),
+                                            ({"copy_weight": 0.6, "next_weight": 0.5},
+                                             "at most 1"),
                                             ({"temperature": 0.0}, "temperature")])
 def test_settings_out_of_range_are_refused(kwargs, message):
   with pytest.raises(ValueError, match=message):

@@ -362,8 +362,9 @@ def test_a_confidence_threshold_keeps_the_lines_that_reach_it(causal):
 @pytest.mark.slow
 def test_infer_writes_the_consensus_of_the_line_search_and_copy_line(memorise_data, causal):
   """consensus.gin: per prefix, the line code_t5.consensus_line chooses of the same search's
-  lines ("beam": 4 beams, the best 3) and copy-line's, with its expected edit similarity;
-  on the memorised lines that is the true line, though copy-line's line most often is not."""
+  lines ("beam": 4 beams, the best 3) and the file's copies, with its expected edit
+  similarity; on the memorised lines that is the true line, though copy-line's line most
+  often is not."""
   examples, chosen = memorise_data[2], causal["consensus"]
   assert len(chosen) == len(examples)
   for (prefix, _), (completions, scores), found in zip(examples, causal["beam top 3"], chosen):
