@@ -36,7 +36,7 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
 
   `choose_line(prefix, completions, scores) -> (line, confidence)` (consensus.gin:
   `code_t5.consensus_line`), after the line search: line i is then the line it chooses of the
-  search's and copy-line's, as {"completion", "confidence"}.
+  search's and the file's copies, as {"completion", "confidence"}.
   """
   del model_type
   prefixes = [prefix for prefix, in json_lines.read_records(input_filename)]
