@@ -51,20 +51,21 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
   results = list(estimator.predict(input_fn, checkpoint_path=checkpoint_path))[:len(prefixes)]
   step = mtf_utils.get_step_from_checkpoint_path(checkpoint_path)
   targets_vocabulary = mtf_utils.targets_vocabulary(vocabulary)
-  lines = [completion_line(result, targets_vocabulary) for result in results]
   if choose_line:
     if results and "top_k_scores" not in results[0]:
       raise ValueError("code_t5.complete_lines_from_file.choose_line chooses among the line "
                        "search's lines: add --gin_file=beam_search.gin (consensus.gin does)")
-    lines = [chosen_line(prefix, json.loads(line), choose_line)
-             for prefix, line in zip(prefixes, lines)]
+    lines = [chosen_line(prefix, *searched_lines(result, targets_vocabulary), choose_line)
+             for prefix, result in zip(prefixes, results)]
+  else:
+    lines = [completion_line(result, targets_vocabulary) for result in results]
   json_lines.write_lines(lines, f"{output_filename}-{step}")
 
 
-def chosen_line(prefix, searched, choose_line):
+def chosen_line(prefix, completions, scores, choose_line):
   """What infer writes of a prefix whose line `choose_line` chooses: {"completion",
   "confidence"}."""
-  line, confidence = choose_line(prefix, searched["completions"], searched["scores"])
+  line, confidence = choose_line(prefix, completions, scores)
   return json.dumps({"completion": line, "confidence": round(confidence, 6)})
 
 
@@ -83,8 +84,15 @@ def completion_line(result, vocabulary):
   best first, without those it did not finish or that scored under its min_score (-inf)."""
   if "top_k_scores" not in result:
     return _text(result["outputs"], vocabulary)
-  kept = [(_text(output, vocabulary), float(score))
+  completions, scores = searched_lines(result, vocabulary)
+  return json.dumps({"completions": completions, "scores": scores})
+
+
+def searched_lines(result, vocabulary):
+  """(completions, scores) of the line search's prediction for one prefix: the k best, best
+  first, with their log-probabilities (nats, to 6 decimals, as infer writes them), without
+  those it did not finish or that scored under its min_score (-inf)."""
+  kept = [(_text(output, vocabulary), round(float(score), 6))
           for output, score in zip(result["top_k_outputs"], result["top_k_scores"])
           if not math.isinf(score)]
-  return json.dumps({"completions": [text for text, _ in kept],
-                     "scores": [round(score, 6) for _, score in kept]})
+  return [text for text, _ in kept], [score for _, score in kept]

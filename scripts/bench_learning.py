@@ -32,7 +32,7 @@ given the same, and two baselines.
    curve: for thresholds on the line's score that show 100%, 90%, ... of the examples, the
    exact match and edit similarity of those shown (`metrics.acceptance`), printed, in the
    JSON and as a PNG beside it. With --consensus too: the consensus line of the K lines and
-   copy-line's (code_t5/consensus.py, consensus.gin's defaults), as a completer of its own.
+   the file's copies (code_t5/consensus.py, consensus.gin's defaults), a completer of its own.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
@@ -165,6 +165,12 @@ def line_search(model_dir, data_dir, step, prefixes, beam_size, gin_files=(), gi
       sys.exit(f"bench_learning: the line search failed; see {log_path}")
   with open(f"{output}-{step}") as f:
     return [json.loads(line) for line in f]
+
+
+def split_suffix(split):
+  """What a file of the bench names its split by: nothing for validation (the names the bench
+  wrote before --split), "_<split>" for another."""
+  return "" if split == "validation" else f"_{split}"
 
 
 def best_lines(searched):
@@ -335,7 +341,8 @@ def main():
                            "acceptance curve (0: not)")
   parser.add_argument("--consensus", action="store_true",
                       help="also the consensus line (consensus.gin's chooser, its defaults) "
-                           "of the line search's K lines and copy-line's (needs --line_search)")
+                           "of the line search's K lines and the file's copies (needs "
+                           "--line_search)")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
   if args.consensus and not args.line_search:
@@ -395,8 +402,8 @@ def main():
     max_new = summaries.run_bindings(args.model_dir)["sequence_length"]["targets"]
     heal = healing_pieces(args.model_gin, args.gin_file, args.gin_param)
     # The peer's points, kept across a --resume as its checkpoint is.
-    peer_curve_path = os.path.join(args.model_dir, "peer", "curve.json" if
-                                   args.split == "validation" else f"curve_{args.split}.json")
+    peer_curve_path = os.path.join(args.model_dir, "peer",
+                                   f"curve{split_suffix(args.split)}.json")
     peer_completions = {}
     if os.path.exists(peer_curve_path):
       with open(peer_curve_path) as f:
@@ -451,9 +458,8 @@ def main():
   cursors = {name: metrics.by_cursor(windows, targets, preds)
              for name, preds in completions.items()}
 
-  examples_name = ("learning_examples.jsonl" if args.split == "validation" else
-                   f"learning_examples_{args.split}.jsonl")
-  with open(os.path.join(args.model_dir, examples_name), "w") as f:
+  with open(os.path.join(args.model_dir,
+                         f"learning_examples{split_suffix(args.split)}.jsonl"), "w") as f:
     for i, target in enumerate(targets):
       f.write(json.dumps({"prefix_tail": report["prefix_tails"][i], "target": target,
                           **{name: preds[i] for name, preds in completions.items()}}) + "\n")
@@ -490,7 +496,8 @@ def main():
          "examples": len(targets), "split": args.split, "ngram": report["ngram"],
          "copy_window_tokens": report["input_length"], "metric_names":
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
-         "model_lead": leads, "consensus_lead": consensus_leads, "copy_probe": probe, "by_cursor": cursors,
+         "model_lead": leads, "consensus_lead": consensus_leads, "copy_probe": probe,
+         "by_cursor": cursors,
          "peer_train_wall_s": peer_wall,
          "curve": curve, "line_search_beams": args.line_search or None,
          "acceptance": acceptance}

@@ -1,6 +1,6 @@
 """The consensus line (code_t5/consensus.py): the line search's lines, copy-line's and
-copy-next's as evidence, the candidate that agrees most with it chosen. Infer's use of it, on a trained
-model: tests/test_memorisation.py."""
+copy-next's as evidence, the candidate that agrees most with it chosen. Infer's use of it, on
+a trained model: tests/test_memorisation.py."""
 
 import math
 
