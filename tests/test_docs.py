@@ -60,6 +60,8 @@ SUBSTITUTIONS = [
     ("GENTLE_INTRO.md", "--data_dir=data/flcc/tfds --language=python\n",
      f"--data_dir=data/flcc/tfds --language=python {RATIOS}\n"),
     ("GENTLE_INTRO.md", "--vocab_size=32000", f"--vocab_size={TINY_VOCAB_SIZE}"),
+    ("GENTLE_INTRO.md", "dev --language=cpp\n", f"dev --language=cpp --max_files={DEV_FILES}\n"),
+    ("GENTLE_INTRO.md", "--vocab_size=4096", f"--vocab_size={TINY_VOCAB_SIZE}"),
     ("GENTLE_INTRO.md", "run.train_steps = 600", f"run.train_steps = {TRAIN_STEPS}"),
     ("GENTLE_INTRO.md", "model.ckpt-600", f"model.ckpt-{TRAIN_STEPS}"),
     ("GENTLE_INTRO.md", "run.train_steps = 100", f"run.train_steps = {FINETUNE_STEPS}"),

@@ -45,10 +45,10 @@ def _devices(n):
   return f"utils.run.mesh_devices = {['cpu:0'] * n}"
 
 
-# name: (mesh file, gin params after it). The first is the reference.
+# name: (mesh file, gin params after it). The first is the reference. (`model:1,batch:2` was
+# one too until #30: gpu_8.gin's `model:1,batch:8` splits the batch the same way.)
 SHAPES = {
     "cpu": ("mesh/cpu.gin", []),
-    "batch:2": ("mesh/cpu.gin", ["utils.run.mesh_shape = 'model:1,batch:2'", _devices(2)]),
     "model:2,batch:2": ("mesh/cpu.gin",
                         ["utils.run.mesh_shape = 'model:2,batch:2'", _devices(4)]),
     "gpu_8": ("mesh/gpu_8.gin", [_devices(8)]),

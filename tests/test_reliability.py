@@ -210,7 +210,7 @@ def _uneven_tree(path, repositories):
 
 
 @pytest.mark.slow
-@_kills(4, 16)
+@_kills(2, 16)
 def test_killed_build_then_rerun_equals_an_uninterrupted_build(tmp_path, trials):
   # A tree the build takes most of a second over (the fixture tree takes a tenth: no kill
   # lands in it), and its uninterrupted build.
@@ -238,7 +238,7 @@ def test_killed_build_then_rerun_equals_an_uninterrupted_build(tmp_path, trials)
 
 
 @pytest.mark.slow
-@_kills(3, 10)
+@_kills(2, 10)
 def test_killed_vocab_then_rerun_equals_an_uninterrupted_vocab(tmp_path, trials):
   # A train split sentencepiece takes a few tenths of a second over on a Zen 5 (the fixture's
   # takes 35 ms: a kill after the job's line, read through a pipe on a loaded machine, missed
@@ -287,7 +287,7 @@ def _cached_records(cache_dir):
 
 
 @pytest.mark.slow
-@_kills(2, 6)
+@_kills(1, 6)
 def test_killed_caching_is_not_used_and_rerun_completes_it(flcc_data_dir, tmp_path, trials):
   _run_to_completion(cache_tasks_command(flcc_data_dir, tmp_path / "reference"))
   reference = _cached_records(tmp_path / "reference")
@@ -328,7 +328,7 @@ def _checkpoint_steps(model_dir):
 
 
 @pytest.mark.slow
-@_kills(2, 6)
+@_kills(1, 6)
 def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_path, trials):
   """kill -9 between two checkpoints, the same command again: it restores its last
   checkpoint, ends at the asked step, and `run.keep_checkpoint_max` still holds."""
