@@ -261,9 +261,10 @@ def table(report: dict) -> str:
   names = metrics.FULL_LINE_METRIC_NAMES
   head = {"exact_match": "exact", "edit_similarity": "edit sim", "prefix_coverage": "prefix cov",
           "codexglue_exact_match": "CXG exact", "codexglue_edit_similarity": "CXG edit sim"}
-  rows = [f"{'completer':<12}" + "".join(f"{head.get(n, n):>14}" for n in names)]
+  width = max([12, *map(len, report["metrics"])])
+  rows = [f"{'completer':<{width}}" + "".join(f"{head.get(n, n):>14}" for n in names)]
   for completer, values in report["metrics"].items():
-    rows.append(f"{completer:<12}" + "".join(f"{values[n]:>14.2f}" for n in names))
+    rows.append(f"{completer:<{width}}" + "".join(f"{values[n]:>14.2f}" for n in names))
   return "\n".join(rows)
 
 

@@ -31,8 +31,10 @@ given the same, and two baselines.
    beams, infer on the same prefixes), scored as a completer of its own, and its acceptance
    curve: for thresholds on the line's score that show 100%, 90%, ... of the examples, the
    exact match and edit similarity of those shown (`metrics.acceptance`), printed, in the
-   JSON and as a PNG beside it. With --consensus too: the consensus line of the K lines and
-   the file's copies (code_t5/consensus.py, consensus.gin's defaults), a completer of its own.
+   JSON and as a PNG beside it; and the model's consensus, the line of the K that agrees
+   most with the others (model_consensus.gin's chooser). With --consensus too: the consensus
+   line of the K lines and the file's copies (code_t5/consensus.py, consensus.gin's
+   defaults). Each is a completer of its own, with its leads.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
@@ -438,8 +440,14 @@ def main():
     completions["line search"], line_scores = best_lines(searched)
     report["metrics"]["line search"] = baselines.score(targets, completions["line search"])
     acceptance = metrics.acceptance(targets, completions["line search"], line_scores)
+    from code_t5 import consensus  # pylint: disable=g-import-not-at-top
+    # The model's consensus (model_consensus.gin): the same lines, chosen by agreement.
+    completions["model consensus"] = [
+        consensus.model_consensus_line(prefix, found["completions"], found["scores"])[0]
+        for prefix, found in zip(prefixes, searched)]
+    report["metrics"]["model consensus"] = baselines.score(targets,
+                                                           completions["model consensus"])
     if args.consensus:
-      from code_t5 import consensus  # pylint: disable=g-import-not-at-top
       completions["consensus"] = [
           consensus.consensus_line(prefix, found["completions"], found["scores"])[0]
           for prefix, found in zip(prefixes, searched)]
@@ -450,10 +458,14 @@ def main():
                     for metric in ("exact_match", "edit_similarity")}
             for other in completions if other != ours}
   leads = leads_of("model")
-  # The consensus is the model's completer too: its lead over the baselines and the peer.
-  consensus_leads = ({other: lead for other, lead in leads_of("consensus").items()
-                      if other not in ("model", "line search")}
-                     if "consensus" in completions else None)
+  # The two consensus lines are the model's completers too: their leads over the baselines
+  # and the peer.
+  def completer_leads(ours):
+    return ({other: lead for other, lead in leads_of(ours).items()
+             if other not in ("model", "line search", "model consensus", "consensus")}
+            if ours in completions else None)
+  consensus_leads = completer_leads("consensus")
+  model_consensus_leads = completer_leads("model consensus")
   probe = copy_probe(windows, targets, completions)
   cursors = {name: metrics.by_cursor(windows, targets, preds)
              for name, preds in completions.items()}
@@ -486,7 +498,8 @@ def main():
       print(f"cursor {cursor} ({cursors['model'][cursor]['examples']} examples), edit sim: "
             + ", ".join(f"{name} {by[cursor]['edit_similarity']:.2f}"
                         for name, by in cursors.items()))
-  for ours, ours_leads in (("model", leads), ("consensus", consensus_leads or {})):
+  for ours, ours_leads in (("model", leads), ("model consensus", model_consensus_leads or {}),
+                           ("consensus", consensus_leads or {})):
     for baseline, by_metric in ours_leads.items():
       for metric, lead in by_metric.items():
         print(f"{ours} - {baseline:<11} {metric:<15} {lead['lead']:+6.2f} points "
@@ -496,7 +509,8 @@ def main():
          "examples": len(targets), "split": args.split, "ngram": report["ngram"],
          "copy_window_tokens": report["input_length"], "metric_names":
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
-         "model_lead": leads, "consensus_lead": consensus_leads, "copy_probe": probe,
+         "model_lead": leads, "consensus_lead": consensus_leads,
+         "model_consensus_lead": model_consensus_leads, "copy_probe": probe,
          "by_cursor": cursors,
          "peer_train_wall_s": peer_wall,
          "curve": curve, "line_search_beams": args.line_search or None,

@@ -1,6 +1,7 @@
 """The consensus line (code_t5/consensus.py): the line search's lines, copy-line's and
-copy-next's as evidence, the candidate that agrees most with it chosen. Infer's use of it, on
-a trained model: tests/test_memorisation.py."""
+copy-next's as evidence, the candidate that agrees most with it chosen; the model's consensus,
+the same of the model's lines alone. Infer's use of both, on a trained model:
+tests/test_memorisation.py."""
 
 import math
 
@@ -75,6 +76,20 @@ def test_what_followed_the_line_before_the_cursor_is_evidence_too():
   lines, scores = ["return False", "raise TypeError"], [-0.5, -1.5]
   assert consensus.consensus_line(prefix, lines, scores)[0] == "return NotImplemented"
   assert consensus.consensus_line(prefix, lines, scores, next_weight=0.0)[0] == "return False"
+
+
+def test_the_models_consensus_chooses_among_the_models_lines_only():
+  # Where copy-line's and copy-next's lines would decide (above), the model's consensus
+  # suggests one of the model's own lines: the one the others agree with, at its temperature.
+  lines, scores = ["0", "compute(a, c)", "compute(a, d)"], [-1.0, -1.5, -1.6]
+  line, confidence = consensus.model_consensus_line(PREFIX, lines, scores)
+  assert consensus.consensus_line(PREFIX, lines, scores)[0] == COPIED
+  assert line == "compute(a, c)"
+  weights = [math.exp(s / 4.0) for s in scores]
+  assert confidence == pytest.approx(sum(w / sum(weights) * metrics.line_similarity(other, line)
+                                         for other, w in zip(lines, weights)))
+  # With no line of the model's there is nothing to suggest, whatever the file holds.
+  assert consensus.model_consensus_line(PREFIX, ["zzz"], [-math.inf]) == ("", 0.0)
 
 
 @pytest.mark.parametrize("kwargs,message", [({"copy_weight": 1.5}, "copy_weight"),

@@ -233,6 +233,8 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
              "code_t5.prefix_lm_beam_search.max_steps = 48", "TOP_K = 3",
              f"MIN_SCORE = {LOG_HALF!r}"]),
          infer("consensus", ["consensus.gin"], [
+             "code_t5.prefix_lm_beam_search.max_steps = 48", "BEAM_SIZE = 4", "TOP_K = 3"]),
+         infer("model consensus", ["model_consensus.gin"], [
              "code_t5.prefix_lm_beam_search.max_steps = 48", "BEAM_SIZE = 4", "TOP_K = 3"])]
         if line_search else []),
       *([mesh_main_command(model_dir, data_dir, model_files + ["score.gin"], model + [
@@ -272,7 +274,8 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
          if beam else {}),
       **({"line search 1": [found[0] if found else "" for found, _ in top_k("line search 1")],
           "beam over half": top_k("beam over half"),
-          "consensus": [json.loads(line) for line in lines("consensus")]}
+          "consensus": [json.loads(line) for line in lines("consensus")],
+          "model consensus": [json.loads(line) for line in lines("model consensus")]}
          if line_search else {}),
       **({"greedy to length": lines("greedy_to_length")} if greedy_to_length else {}),
       "SavedModel": saved_model_completions(export_dir, [p for p, _ in examples], 8),
@@ -351,24 +354,42 @@ def test_a_confidence_threshold_keeps_the_lines_that_reach_it(causal):
   assert any(kept for kept, _ in over_half) and not all(len(kept) == 3 for kept, _ in over_half)
 
 
-@pytest.mark.slow
-def test_infer_writes_the_consensus_of_the_line_search_and_copy_line(memorise_data, causal):
-  """consensus.gin: per prefix, the line code_t5.consensus_line chooses of the same search's
-  lines ("beam": 4 beams, the best 3) and the file's copies, with its expected edit
-  similarity; on the memorised lines that is the true line, though copy-line's line most
-  often is not."""
-  examples, chosen = memorise_data[2], causal["consensus"]
+def _assert_infer_chose_as(choose_line, examples, causal, name):
+  """Infer's {"completion", "confidence"} under `name` are, per prefix, `choose_line`'s of the
+  same search's lines ("beam": 4 beams, the best 3), and complete the memorised lines.
+  Returns the completions infer wrote and the held examples' indices."""
+  chosen = causal[name]
   assert len(chosen) == len(examples)
   for (prefix, _), (completions, scores), found in zip(examples, causal["beam top 3"], chosen):
-    line, confidence = consensus.consensus_line(prefix, completions, scores)
+    line, confidence = choose_line(prefix, completions, scores)
     assert (found["completion"], found["confidence"]) == (line, pytest.approx(confidence,
                                                                               abs=1e-5))
   targets, held = causal["targets"], _held("causal", examples)
   misses = [(targets[i], chosen[i]["completion"]) for i in held
             if chosen[i]["completion"] != targets[i]]
   assert len(misses) <= (1 - EXACT) * len(held), misses
+  return [found["completion"] for found in chosen], held
+
+
+@pytest.mark.slow
+def test_infer_writes_the_consensus_of_the_line_search_and_copy_line(memorise_data, causal):
+  """consensus.gin: per prefix, the line code_t5.consensus_line chooses of the search's lines
+  and the file's copies, with its expected edit similarity; on the memorised lines that is the
+  true line, though copy-line's line most often is not."""
+  examples = memorise_data[2]
+  _, held = _assert_infer_chose_as(consensus.consensus_line, examples, causal, "consensus")
   copied = [baselines.copy_similar_line(examples[i][0]) for i in held]
-  assert sum(line == targets[i] for i, line in zip(held, copied)) < len(held) / 2
+  assert sum(line == causal["targets"][i] for i, line in zip(held, copied)) < len(held) / 2
+
+
+@pytest.mark.slow
+def test_infer_writes_the_models_consensus_of_the_line_search(memorise_data, causal):
+  """model_consensus.gin: per prefix, the line code_t5.model_consensus_line chooses of the
+  same search's lines, none copied from the file: each is one of the search's."""
+  chosen, _ = _assert_infer_chose_as(consensus.model_consensus_line, memorise_data[2], causal,
+                                     "model consensus")
+  for line, (completions, _) in zip(chosen, causal["beam top 3"]):
+    assert line in completions or not completions
 
 
 @pytest.mark.slow
