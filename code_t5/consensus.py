@@ -57,9 +57,11 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
     raise ValueError(f"{len(completions)} completions but {len(scores)} scores")
   searched = [(line, score) for line, score in zip(completions, scores)
               if not math.isinf(score)]
+  # A copy of weight 0 is neither evidence nor a candidate: copy_weight = next_weight = 0
+  # chooses among the model's lines alone (model_consensus_line).
   copied = [(line, weight) for line, weight in
             ((baselines.copy_similar_line(prefix), copy_weight),
-             (baselines.copy_next_line(prefix), next_weight)) if line]
+             (baselines.copy_next_line(prefix), next_weight)) if line and weight > 0]
   evidence = {}  # line -> weight; a line found twice counts twice
   if searched:
     best = max(score for _, score in searched)
@@ -69,8 +71,7 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
       evidence[line] = evidence.get(line, 0.0) + model_share * weight / sum(unnormalised)
   elif copied:  # no line of the model's: the copies are all the evidence
     total = sum(weight for _, weight in copied)
-    copied = [(line, weight / total if total else 1.0 / len(copied))
-              for line, weight in copied]
+    copied = [(line, weight / total) for line, weight in copied]
   for line, weight in copied:
     evidence[line] = evidence.get(line, 0.0) + weight
   if not evidence:
@@ -96,7 +97,5 @@ def model_consensus_line(prefix: str, completions: Sequence[str], scores: Sequen
   27.25 at 8 on the 12.8M model with a bias per layer, and 26.15 against 25.28 and 26.67 on
   the defaults' (BENCHMARKS.md, "The model's consensus"); at 1000 (all lines alike) 26.34.
   """
-  if all(math.isinf(score) for score in scores):
-    return "", 0.0  # consensus_line would fall back to the file's copies
   return consensus_line(prefix, completions, scores, copy_weight=0.0, next_weight=0.0,
                         temperature=temperature)

@@ -88,6 +88,10 @@ def test_the_models_consensus_chooses_among_the_models_lines_only():
   weights = [math.exp(s / 4.0) for s in scores]
   assert confidence == pytest.approx(sum(w / sum(weights) * metrics.line_similarity(other, line)
                                          for other, w in zip(lines, weights)))
+  # Copy-line's line is one edit from each of three lines two edits apart: were it a
+  # candidate, it would agree with them most. It is not suggested.
+  spread = ["compute(a, c)", "compute(x, b)", "kompute(a, b)"]
+  assert consensus.model_consensus_line(PREFIX, spread, [-1.0] * 3)[0] in spread
   # With no line of the model's there is nothing to suggest, whatever the file holds.
   assert consensus.model_consensus_line(PREFIX, ["zzz"], [-math.inf]) == ("", 0.0)
 
