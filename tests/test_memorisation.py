@@ -321,26 +321,33 @@ def test_a_line_search_of_width_one_completes_as_greedy(causal):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", [pytest.param("prefix_lm", id="prefix LM"),
                                    pytest.param("causal", id="causal")])
-def test_the_line_searchs_scores_are_score_modes(request, memorise_data, model):
-  """Where the best line is the true one, its score is what score mode gives that pair (the
-  training graph, from the whole row, against the search's step by step): the same for the
-  causal model. The prefix LM's search and score mode may encode a line in other pieces
-  (score mode encodes the completion on its own; a line's pieces differ alone and in its file:
-  "ranked" is r,a,n,ke,d alone, one piece after its indentation): with learned absolute
-  positions the search found its lines 0.001-0.05 nats likelier than score mode; with the
-  buckets, from 6e-4 nats less likely to 0.027 likelier (two runs); so there the two agree
-  within 0.05 nats. Every prefix gets up to 3 lines, best first."""
+def test_the_line_searchs_best_score_is_at_least_score_modes(request, memorise_data, model):
+  """The search's best score is at least score mode's log P of the true line (the training
+  graph, from the whole row, against the search's step by step; 1e-4 for the arithmetic) for
+  every line score mode gives more than log 1/2: each start of that line's pieces then has
+  P > 1/2, so no other hypothesis of its length can be likelier, and the search cannot drop
+  it. Where the best line is the true one, the causal model's search found it in score mode's
+  pieces, and the two scores are the same. The prefix LM's search may find a line in other
+  pieces than score mode's (the Task, and score mode, encode the completion on its own and
+  the code before it whole: "ranked" is r,a,n,ke,d alone, one piece after its indentation),
+  likelier by up to 0.065 nats in CI's runs, so there the bound is all that holds. Every
+  prefix gets up to 3 lines, best first."""
   run = request.getfixturevalue(model)
-  agreed = 0
+  bounded = agreed = 0
   for i, (completions, scores) in enumerate(run["beam top 3"]):
     assert 1 <= len(completions) == len(scores) <= 3
     assert scores == sorted(scores, reverse=True)
-    if completions[0] == run["targets"][i]:
-      print(f"{model}: search {scores[0]:.6f}, score mode {run['log P'][i]:.6f}")
-      tolerance = 1e-4 if model == "causal" else 0.05
-      assert scores[0] == pytest.approx(run["log P"][i], abs=tolerance), (i, completions[0])
+    log_p = run["log P"][i]
+    print(f"{model} {i}: search {scores[0]:.6f} (the true line: "
+          f"{completions[0] == run['targets'][i]}), score mode {log_p:.6f}")
+    if log_p > LOG_HALF:
+      assert scores[0] >= log_p - 1e-4, (i, completions[0], run["targets"][i])
+      bounded += 1
+    if model == "causal" and completions[0] == run["targets"][i]:
+      assert scores[0] == pytest.approx(log_p, abs=1e-4), (i, completions[0])
       agreed += 1
-  assert agreed >= len(run["targets"]) // 2
+  assert bounded >= len(run["targets"]) // 2
+  assert model != "causal" or agreed >= len(run["targets"]) // 2
 
 
 @pytest.mark.slow
