@@ -92,14 +92,19 @@ def completion_scores(model, features, variable_dtype):
   `features["targets"]` is a row as mesh-tf's delimited_lm joins it: the prefix marked
   `read_only` (completions_dataset_fn), then the completion and its EOS. The model reads the
   row's ids as training does, the prefix LM its EOS delimiter too: mesh-tf's default score,
-  with the one difference of what it sums over.
+  but for what it sums over, and that the row does not read its padding.
   """
   marked = features["targets"]
   scored = mtf.less(marked, READ_ONLY)
   ids = marked - READ_ONLY * mtf.to_int32(mtf.logical_not(scored))
+  # The row's padding is a segment of its own, as a packed training row's is: the prefix LM's
+  # prefix attends in both directions, and mesh-tf counts the padding after the completion's
+  # EOS as inputs again (delimited_lm_inputs_mask), so without it the prefix would read the
+  # padding, which neither training nor decoding does.
   logits, _ = model.call_simple(inputs=transformer.autoregressive_inputs(ids), targets=ids,
                                 compute_loss=False, mode="score",
-                                variable_dtype=variable_dtype)
+                                variable_dtype=variable_dtype,
+                                sequence_id=mtf.to_int32(mtf.not_equal(ids, 0)))
   _, length_dim, vocab_dim = logits.shape.dims
   # The completion's end, EOS, scored as the line search scores it: the line ends here, at a
   # newline or EOS (decoding.line_end_logits).
