@@ -46,9 +46,15 @@ def inputs_mask(ids, eos_id=1):
   """mesh-tf's `delimited_lm_inputs_mask` for the model gin configures: the positions of
   each row that are read and not predicted. For the prefix LM, everything up to its EOS
   delimiter; a causal model (`preprocessors.inputs_delimiter` False) predicts every position,
-  as its training loss counts them."""
+  as its training loss counts them.
+
+  Padding is never inputs. mesh-tf's rule (an even count of EOS before a position) makes the
+  padding after a row's last EOS inputs again, and the prefix LM's inputs attend to each other
+  in both directions: in a row that is not packed (score, perplexity eval) its prefix would
+  read the padding, which training (packed, the padding a segment of its own) and decoding
+  (`decoding._PrefixReader`) never do. Every loss already leaves padding out."""
   if preprocessors.inputs_delimiter():
-    return _MESH_TF_INPUTS_MASK(ids, eos_id)
+    return mtf.logical_and(_MESH_TF_INPUTS_MASK(ids, eos_id), mtf.not_equal(ids, 0))
   return mtf.not_equal(ids, ids)
 
 
@@ -92,19 +98,14 @@ def completion_scores(model, features, variable_dtype):
   `features["targets"]` is a row as mesh-tf's delimited_lm joins it: the prefix marked
   `read_only` (completions_dataset_fn), then the completion and its EOS. The model reads the
   row's ids as training does, the prefix LM its EOS delimiter too: mesh-tf's default score,
-  but for what it sums over, and that the row does not read its padding.
+  but for what it sums over (and `inputs_mask`'s padding).
   """
   marked = features["targets"]
   scored = mtf.less(marked, READ_ONLY)
   ids = marked - READ_ONLY * mtf.to_int32(mtf.logical_not(scored))
-  # The row's padding is a segment of its own, as a packed training row's is: the prefix LM's
-  # prefix attends in both directions, and mesh-tf counts the padding after the completion's
-  # EOS as inputs again (delimited_lm_inputs_mask), so without it the prefix would read the
-  # padding, which neither training nor decoding does.
   logits, _ = model.call_simple(inputs=transformer.autoregressive_inputs(ids), targets=ids,
                                 compute_loss=False, mode="score",
-                                variable_dtype=variable_dtype,
-                                sequence_id=mtf.to_int32(mtf.not_equal(ids, 0)))
+                                variable_dtype=variable_dtype)
   _, length_dim, vocab_dim = logits.shape.dims
   # The completion's end, EOS, scored as the line search scores it: the line ends here, at a
   # newline or EOS (decoding.line_end_logits).

@@ -328,7 +328,7 @@ def test_the_line_searchs_scores_are_score_modes(request, memorise_data, model):
   scores at least as much: each start of that line then has P > 1/2, so no other hypothesis
   of its length can be likelier, and the search cannot drop it. (The prefix LM's score mode
   once read the padding after the completion: mesh-tf counts it as inputs again, which the
-  prefix attends to. Its lines then scored up to 0.065 nats apart; see score.py.) Every
+  prefix attends to. Its lines then scored up to 0.065 nats apart; see score.inputs_mask.) Every
   prefix gets up to 3 lines, best first."""
   run = request.getfixturevalue(model)
   bounded = agreed = 0
