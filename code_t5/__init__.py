@@ -32,7 +32,6 @@ from code_t5 import export  # noqa: E402,F401  (gin: code_t5.register_serving_ta
 from code_t5 import infer  # noqa: E402,F401  (gin: code_t5.complete_lines_from_file)
 from code_t5 import score  # noqa: E402,F401  (gin: code_t5.completions_dataset_fn, ...)
 from code_t5 import tasks  # noqa: E402,F401  (registers Tasks and Mixtures)
-from code_t5 import attention  # noqa: E402,F401  (gin: code_t5.SmearedKeysSelfAttention)
 from code_t5 import train_eval  # noqa: E402,F401  (gin: code_t5.train_and_evaluate)
 from code_t5 import upstream  # noqa: E402
 
