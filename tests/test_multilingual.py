@@ -1,23 +1,19 @@
 """Several languages in one data dir: Python, Java and JavaScript built from one FLCC tree, in
 their real directory spellings (`Python/.py`, `Java/.java`, `JavaScript/.js`), one vocabulary
-shared by them, and one model trained on all three (code_t5.multilingual_mixture)."""
+shared by them, and a mixture naming a language not built. One model trained on the mixture
+(code_t5.multilingual_mixture) and evaluated per language is GENTLE_INTRO's multilingual
+block, checked by tests/test_docs.py (check_multilingual): run here too, it cost CI half a
+minute for the same code path."""
 
 
 import json
-import os
-import re
-import subprocess
 
 import pytest
 
-from code_t5 import metrics
-from code_t5 import summaries
 from code_t5 import vocabulary
 from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
-import mesh_main_runs
-from conftest import (FIXTURE_RATIOS, QUIET_TF, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE,
-                      mesh_main_command, mesh_main_runs_command, reported, run_data_cli,
+from conftest import (FIXTURE_RATIOS, TINY_MODEL, TINY_VOCAB_SIZE, reported, run_data_cli,
                       run_mesh_main, synthetic_module)
 
 # The trainings build on the fixture's data dir: one worker, in order.
@@ -168,38 +164,6 @@ def shared_vocabulary(three_languages):
   run_data_cli("vocab", f"--data_dir={three_languages}", "--languages=python,java,javascript",
                f"--vocab_size={TINY_VOCAB_SIZE}")
   return three_languages
-
-
-@pytest.mark.slow
-def test_one_model_trains_on_the_multilingual_mixture_and_evals_each_language(
-    shared_vocabulary, tmp_path):
-  """train then eval through mesh_transformer_main, in one process (tests/mesh_main_runs.py):
-  every built language is mixed, and eval reports full-line metrics for each."""
-  model_dir = str(tmp_path / "model")
-  gin_files = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
-  commands = [
-      mesh_main_command(model_dir, shared_vocabulary, gin_files, MULTILINGUAL + [
-          "run.train_steps = 3"]),
-      mesh_main_command(model_dir, shared_vocabulary, gin_files + ["eval_full_line.gin"],
-                        MULTILINGUAL + ["EVAL_EXAMPLES = 4",
-                                        "Unitransformer.sample_autoregressive.max_steps = 4"]),
-  ]
-  proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,
-                        text=True, env=QUIET_TF)
-  assert proc.returncode == 0, proc.stderr[-4000:]
-  (_, train), (_, evaluation) = mesh_main_runs.split_output(proc.stderr, 0)[:2]
-  assert len(mesh_main_runs.losses(train)) == 3
-  # The mixture is the three languages' shared Tasks, both objectives each.
-  with open(os.path.join(model_dir, "operative_config.gin")) as f:
-    assert "multilingual_mixture" in f.read()
-  for language in LANGUAGES.values():
-    for metric in metrics.FULL_LINE_METRIC_NAMES:
-      assert re.search(rf"eval/flcc_{language}_full_line_shared/{metric} at step 3: [0-9.]+",
-                       evaluation), (language, metric, evaluation[-3000:])
-  # ... and TensorBoard has them per language.
-  tags = summaries.read_scalars(os.path.join(model_dir, "validation_eval"))
-  assert {tag.split("/")[1] for tag in tags if "full_line" in tag} == {
-      f"flcc_{language}_full_line_shared" for language in LANGUAGES.values()}, sorted(tags)
 
 
 @pytest.mark.slow
