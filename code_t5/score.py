@@ -119,8 +119,10 @@ def completion_scores(model, features, variable_dtype):
 @gin.configurable(module="code_t5")
 def score_completions(estimator, input_fn, eval_checkpoint_step, model_dir, vocabulary,
                       score_postprocess_fn, num_examples=None, output_filename=gin.REQUIRED):
-  """Writes `<output_filename>-<step>`: line i is log P(completion i, then the line's end |
-  prefix i), in nats: the line search's score of that completion (decoding.line_end_logits).
+  """Writes `<output_filename>-<step>` for each checkpoint `eval_checkpoint_step` names (a
+  step, a list of steps or -1 for the latest, as eval reads it): line i is log P(completion
+  i, then the line's end | prefix i), in nats: the line search's score of that completion
+  (decoding.line_end_logits). Returns the last checkpoint's scores.
 
   mesh-tf's `score_with_estimator` finds the padding rows by looking at the targets it gets
   back, which a vocabulary that detokenizes in the graph (ours) has already turned into
@@ -131,9 +133,10 @@ def score_completions(estimator, input_fn, eval_checkpoint_step, model_dir, voca
     with tf.Graph().as_default():
       num_examples = sum(int(row.any()) for batch in tfds.as_numpy(input_fn({}))
                          for row in batch["targets"])
-  [checkpoint_path] = mtf_utils.get_checkpoint_iterator(eval_checkpoint_step, model_dir)
-  results = list(estimator.predict(input_fn, checkpoint_path=checkpoint_path))
-  scores = [float(r["scores"]) for r in results[:num_examples]]
-  step = mtf_utils.get_step_from_checkpoint_path(checkpoint_path)
-  json_lines.write_lines([f"{s:.6f}" for s in scores], f"{output_filename}-{step}")
+  scores = []
+  for checkpoint_path in mtf_utils.get_checkpoint_iterator(eval_checkpoint_step, model_dir):
+    results = list(estimator.predict(input_fn, checkpoint_path=checkpoint_path))
+    scores = [float(r["scores"]) for r in results[:num_examples]]
+    step = mtf_utils.get_step_from_checkpoint_path(checkpoint_path)
+    json_lines.write_lines([f"{s:.6f}" for s in scores], f"{output_filename}-{step}")
   return scores

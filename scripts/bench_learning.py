@@ -23,7 +23,10 @@ given the same, and two baselines.
 5. Every full-line metric of each, ours and CodeXGLUE's (code_t5/metrics.py), the model's
    lead over the peer and each baseline with a paired bootstrap 95% interval, the copy probe
    (of the lines that stand verbatim earlier in the model's window, the share each completes
-   exactly), each completer's exact match and edit similarity by where the cursor stands
+   exactly), the induction probe at each point of the curve (`induction_pairs`: the nats a
+   token the model needs for the rest of a call of random words after that call and after
+   another; how much it copies what it has just read, on lines no training file holds),
+   each completer's exact match and edit similarity by where the cursor stands
    (`metrics.cursor_class`: at the line's start, between words, inside a word -- a token
    cut in two), and every example with all completions in
    <model_dir>/learning_examples.jsonl.
@@ -43,8 +46,10 @@ Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes 
 """
 
 import argparse
+import glob
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -56,6 +61,9 @@ MODEL_GIN = "models/causal_lm_dev.gin"
 LENGTHS_GIN = "sequence_lengths/dev.gin"  # the dev models' lengths and the prefix LM's rows
 TRAIN_MIXTURE = "flcc_python_causal"
 EVAL_TASK = "flcc_python_full_line"
+# The induction probe: calls of random words, each a line the model has read just before or not.
+INDUCTION_PAIRS = 96
+INDUCTION_ARGUMENTS = 7
 
 
 def last_checkpoint_step(model_dir):
@@ -240,6 +248,78 @@ def copy_probe(windows, targets, completions):
                            if probe else None) for name, preds in completions.items()}}
 
 
+def induction_pairs(pieces, pairs=INDUCTION_PAIRS, arguments=INDUCTION_ARGUMENTS, seed=0):
+  """[(copy, control)], each score mode's {"prefix", "completion"}: a call of random words,
+  `name(a1, ..., a7)`, then a line that starts it again, `name(a1`, completed by the rest,
+  `, a2, ..., a7)`. In `copy` the line before is that call, in `control` another call of
+  random words. What the model gives the same completion in each tells how much it copies
+  what it has just read (the work of induction heads, Olsson et al. 2022) on lines that no
+  training file holds. The words: the vocabulary's whole-word pieces (`pieces`, a
+  sentencepiece vocabulary's, "\u2581" marking a word's start) of 3 letters or more."""
+  words = sorted({piece[1:].lower() for piece in pieces
+                  if piece.startswith("\u2581") and piece[1:].isalpha() and len(piece) > 3})
+  if len(words) < 2 * (arguments + 1):
+    raise ValueError(f"the induction probe needs whole-word pieces: the vocabulary has "
+                     f"{len(words)}")
+  rng = random.Random(seed)
+
+  def call():
+    name, *args = (rng.choice(words) for _ in range(arguments + 1))
+    return f"{name}({', '.join(args)})"
+  probe = []
+  for _ in range(pairs):
+    copied, other = call(), call()
+    start = copied[:copied.index(",")]
+    completion = copied[len(start):]
+    probe.append(({"prefix": f"{copied}\n{start}", "completion": completion},
+                  {"prefix": f"{other}\n{start}", "completion": completion}))
+  return probe
+
+
+def induction_probe(model_dir, data_dir, steps, vocabulary, gin_files=(), gin_params=(),
+                    model_gin=MODEL_GIN):
+  """{step: {"copy", "control", "gain", "ci95"}} for the checkpoints nearest `steps`, scored
+  in one launch (score.gin; its files <model_dir>/induction*): the mean nats a token the
+  model needs for the probe's completions (induction_pairs) after the line itself and after
+  another line, and how many fewer after the line itself, with a paired bootstrap 95%
+  interval. A model that copies needs a fraction of a nat after the line itself; one that
+  does not, as many as after another line."""
+  sentencepiece = vocabulary.tokenizer
+  probe = induction_pairs(map(sentencepiece.id_to_piece, range(sentencepiece.get_piece_size())))
+  inputs = os.path.join(model_dir, "induction_pairs.jsonl")
+  with open(inputs, "w") as f:
+    f.writelines(json.dumps(pair) + "\n" for copy, control in probe for pair in (copy, control))
+  output = os.path.join(model_dir, "induction_scores")
+  for stale in glob.glob(f"{output}-*"):  # an earlier probe's, perhaps of other checkpoints
+    os.remove(stale)
+  cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "score.gin"],
+                          [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
+                           f"CHECKPOINT_STEP = {sorted(steps)}",
+                           f"INPUT_FILE = '{inputs}'", f"OUTPUT_FILE = '{output}'"])
+  log_path = os.path.join(model_dir, "induction.log")
+  with open(log_path, "w") as log:
+    if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                      env=QUIET_TF).returncode:
+      sys.exit(f"bench_learning: the induction probe failed; see {log_path}")
+  # Score mode's tokens: the completion as the vocabulary encodes it alone, and the line end.
+  tokens = [len(vocabulary.encode(copy["completion"])) + 1 for copy, _ in probe]
+  results = {}
+  for path in glob.glob(f"{output}-*"):
+    with open(path) as f:
+      results[int(path.rsplit("-", 1)[1])] = induction_summary(
+          [float(x) for x in f.read().split()], tokens)
+  return dict(sorted(results.items()))
+
+
+def induction_summary(scores, tokens):
+  """{"copy", "control", "gain", "ci95"} of score mode's log P of the induction pairs, in
+  their order (copy, control, copy, ...), and each pair's completion's tokens."""
+  per_token = np.array(scores, dtype=np.float64).reshape(-1, 2) / np.array(tokens)[:, None]
+  lead = bootstrap_lead(per_token[:, 0], per_token[:, 1])
+  return {"copy": float(-per_token[:, 0].mean()), "control": float(-per_token[:, 1].mean()),
+          "gain": lead["lead"], "ci95": lead["ci95"]}
+
+
 def curve_steps(steps, points):
   """The steps of the learning curve: `points` evenly spaced, the last one `steps`."""
   return sorted({max(1, round(steps * i / points)) for i in range(1, points + 1)})
@@ -398,6 +478,12 @@ def main():
       # eval's): only the steps scored on these examples are points.
       if eval_targets == targets and len(predictions) == len(targets):
         curve["model"].append(curve_point(at, predictions))
+  print("the induction probe ...", file=sys.stderr, flush=True)
+  induction = [{"step": at, "token_positions": at * positions, **probed}
+               for at, probed in induction_probe(
+                   args.model_dir, args.data_dir, {p["step"] for p in curve["model"]} | {step},
+                   features["targets"].vocabulary, args.gin_file, args.gin_param,
+                   args.model_gin).items()]
   peer_wall = None
   if not args.no_peer:
     import gpt_peer  # pylint: disable=g-import-not-at-top
@@ -493,6 +579,12 @@ def main():
                      if share is not None)
   print(f"copy probe: {probe['examples']} lines stand verbatim earlier in the model's window"
         + (f"; completed exactly: {shares}" if shares else ""))
+  print(f"induction probe ({INDUCTION_PAIRS} calls of random words; nats a token of a call's "
+        "rest after the call itself / after another, and the gain):")
+  for point in induction:
+    print(f"  step {point['step']} ({point['token_positions'] / 1e6:.1f}M): "
+          f"{point['copy']:.2f} / {point['control']:.2f}, gain {point['gain']:.2f} "
+          f"({point['ci95'][0]:.2f} .. {point['ci95'][1]:.2f})")
   for cursor in metrics.CURSOR_CLASSES:
     if cursor in cursors["model"]:
       print(f"cursor {cursor} ({cursors['model'][cursor]['examples']} examples), edit sim: "
@@ -511,6 +603,7 @@ def main():
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
          "model_lead": leads, "consensus_lead": consensus_leads,
          "model_consensus_lead": model_consensus_leads, "copy_probe": probe,
+         "induction_probe": induction,
          "by_cursor": cursors,
          "peer_train_wall_s": peer_wall,
          "curve": curve, "line_search_beams": args.line_search or None,

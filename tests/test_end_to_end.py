@@ -26,6 +26,7 @@ from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, mesh_m
 pytestmark = pytest.mark.xdist_group("end_to_end")
 
 TRAIN_STEPS = 30
+EARLIER_STEP = 20  # a checkpoint before the last (one every 10 steps), for score mode
 # Not a multiple of the batch of 4: the last eval batch is padded (mesh-tf's
 # "N padded outputs, M expected" check runs on it).
 EVAL_EXAMPLES = 10
@@ -106,9 +107,11 @@ def decoded(trained_model_dir, flcc_data_dir, tmp_path_factory):
       infer("greedy never ending", [], GREEDY_8 + NEVER_END),
       infer("beam 1 never ending", ["beam_search.gin"], BEAM_1_NEVER_END),
       infer("beam", ["beam_search.gin"], TOP_3),
-      ("scores", mesh_main_command(trained_model_dir, flcc_data_dir, model + ["score.gin"],
-                                   common + [f"INPUT_FILE = '{root / 'pairs.jsonl'}'",
-                                             f"OUTPUT_FILE = '{root / 'scores'}'"])),
+      # Two checkpoints in one launch: a file for each (the learning bench's induction probe).
+      ("scores", mesh_main_command(
+          trained_model_dir, flcc_data_dir, model + ["score.gin"],
+          common + [f"INPUT_FILE = '{root / 'pairs.jsonl'}'", f"OUTPUT_FILE = '{root / 'scores'}'",
+                    f"CHECKPOINT_STEP = [{EARLIER_STEP}, {TRAIN_STEPS}]"])),
       ("export", mesh_main_command(trained_model_dir, flcc_data_dir, model + ["export.gin"],
                                    common + [f"EXPORT_PATH = '{root / 'export'}'"] + GREEDY_8)),
       ("export top 3", mesh_main_command(
@@ -131,6 +134,7 @@ def decoded(trained_model_dir, flcc_data_dir, tmp_path_factory):
       lines = f.read().split("\n")
     assert lines[-1] == "", name  # one line per record, each ended
     results[name] = ([float(x) for x in lines[:-1]] if name == "scores" else lines[:-1], stderr)
+  results["scores earlier"] = (str(root / f"scores-{EARLIER_STEP}"), None)  # read by its test
   return results
 
 
@@ -305,6 +309,12 @@ def test_score_mode(decoded):
   assert all(-1000 < s < 0 for s in scores)
   assert scores[-1] == pytest.approx(scores[-2], abs=1e-4)  # scored from the same last lines
   assert scores[-1] != pytest.approx(scores[0], abs=1e-3)  # and the completion matters
+  # The same pairs at the earlier checkpoint, from the same launch: scored by those weights.
+  earlier_path, _ = decoded["scores earlier"]
+  with open(earlier_path) as f:
+    earlier = [float(x) for x in f.read().split()]
+  assert len(earlier) == len(SCORED) and all(-1000 < s < 0 for s in earlier)
+  assert max(abs(a - b) for a, b in zip(earlier, scores)) > 1e-3
 
 
 @pytest.mark.slow
