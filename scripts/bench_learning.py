@@ -138,6 +138,15 @@ def recorded_training(parts):
   return parts[-1]["to_step"], sum(part["wall_s"] for part in parts)
 
 
+def run_logged(cmd, log_path, what):
+  """Runs a mesh_transformer_main command with its output in `log_path`; a failure ends the
+  bench with one line naming `what` and the log."""
+  with open(log_path, "w") as log:
+    if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                      env=QUIET_TF).returncode:
+      sys.exit(f"bench_learning: {what} failed; see {log_path}")
+
+
 def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_steps,
              model_gin=MODEL_GIN, split="validation"):
   """Greedy full-line eval of the checkpoints nearest `checkpoint_steps` on `split`, in one
@@ -146,11 +155,7 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_st
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
                            f"EVAL_EXAMPLES = {examples}", f"SPLIT = '{split}'",
                            f"CHECKPOINT_STEP = {list(checkpoint_steps)}"])
-  log_path = os.path.join(model_dir, f"{split}_eval.log")
-  with open(log_path, "w") as log:
-    if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                      env=QUIET_TF).returncode:
-      sys.exit(f"bench_learning: eval failed; see {log_path}")
+  run_logged(cmd, os.path.join(model_dir, f"{split}_eval.log"), "eval")
 
 
 def line_search(model_dir, data_dir, step, prefixes, beam_size, gin_files=(), gin_params=(),
@@ -168,11 +173,7 @@ def line_search(model_dir, data_dir, step, prefixes, beam_size, gin_files=(), gi
                            f"BEAM_SIZE = {beam_size}", f"TOP_K = {beam_size}",
                            f"CHECKPOINT_STEP = {step}",
                            f"INPUT_FILE = '{inputs}'", f"OUTPUT_FILE = '{output}'"])
-  log_path = os.path.join(model_dir, f"{name}.log")
-  with open(log_path, "w") as log:
-    if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                      env=QUIET_TF).returncode:
-      sys.exit(f"bench_learning: the line search failed; see {log_path}")
+  run_logged(cmd, os.path.join(model_dir, f"{name}.log"), "the line search")
   with open(f"{output}-{step}") as f:
     return [json.loads(line) for line in f]
 
@@ -296,11 +297,7 @@ def induction_probe(model_dir, data_dir, steps, vocabulary, gin_files=(), gin_pa
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
                            f"CHECKPOINT_STEP = {sorted(steps)}",
                            f"INPUT_FILE = '{inputs}'", f"OUTPUT_FILE = '{output}'"])
-  log_path = os.path.join(model_dir, "induction.log")
-  with open(log_path, "w") as log:
-    if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                      env=QUIET_TF).returncode:
-      sys.exit(f"bench_learning: the induction probe failed; see {log_path}")
+  run_logged(cmd, os.path.join(model_dir, "induction.log"), "the induction probe")
   # Score mode's tokens: the completion as the vocabulary encodes it alone, and the line end.
   tokens = [len(vocabulary.encode(copy["completion"])) + 1 for copy, _ in probe]
   results = {}
