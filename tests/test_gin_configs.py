@@ -8,6 +8,7 @@ import gin
 import pytest
 
 import code_t5
+import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import utils as mtf_utils  # configurables, tpu_mesh_shape
 import pkg_resources
 import t5.models.mesh_transformer  # noqa: F401  (configurables)
@@ -125,6 +126,28 @@ def test_each_tpu_mesh_is_the_slice_its_name_says(mesh_file):
   shape = mtf_utils.tpu_mesh_shape(topology, gin.query_parameter(
       "utils.tpu_mesh_shape.model_parallelism"))
   assert shape.size == int(cores)
+
+
+def _mesh(mesh_file, bindings=()):
+  """The mesh a mesh file (and gin params after it) gives mesh-tf, as `mtf.Shape`'s string."""
+  _parse("models/shared-prefix_lm.gin", mesh_file, bindings=bindings)
+  shape = gin.query_parameter("utils.run.mesh_shape")
+  if isinstance(shape, gin.config.ConfigurableReference):  # the TPU files' tpu_mesh_shape()
+    shape = mtf_utils.tpu_mesh_shape(
+        gin.query_parameter("utils.tpu_mesh_shape.tpu_topology"),
+        gin.query_parameter("utils.tpu_mesh_shape.model_parallelism"))
+  return str(mtf.convert_to_shape(shape))
+
+
+def test_every_shipped_mesh_is_one_that_test_mesh_shapes_trains():
+  """test_mesh_shapes runs one training per mesh, not per file; a new file with a mesh of its
+  own must add a run there."""
+  import test_mesh_shapes  # pylint: disable=g-import-not-at-top
+  trained = {_mesh(mesh_file, params) for mesh_file, params in test_mesh_shapes.SHAPES.values()}
+  assert len(trained) == len(test_mesh_shapes.SHAPES)  # no two runs of one mesh
+  shipped = {name: _mesh(name) for name in ALL_FILES if name.startswith("mesh/")}
+  assert len(shipped) >= 6
+  assert not {name: mesh for name, mesh in shipped.items() if mesh not in trained}, trained
 
 
 def test_a_typo_in_a_gin_param_is_an_error():

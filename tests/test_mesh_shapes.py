@@ -14,7 +14,8 @@ seeds no initializer, so runs started from scratch differ from their first step)
 that checkpoint (the reference and a model- and batch-split mesh infer it too: INFER_SHAPES).
 It comes from WARM_STEPS of one-device training, so that greedy decoding has something to
 agree about. All runs share one process (tests/mesh_main_runs.py): each launch would
-otherwise pay half a minute of imports.
+otherwise pay half a minute of imports. The largest mesh (SOAK_SHAPES) is left to
+`make test-all`, which runs it from the same warm checkpoint in a second process.
 """
 
 import json
@@ -45,8 +46,11 @@ def _devices(n):
   return f"utils.run.mesh_devices = {['cpu:0'] * n}"
 
 
-# name: (mesh file, gin params after it). The first is the reference. (`model:1,batch:2` was
-# one too until #30: gpu_8.gin's `model:1,batch:8` splits the batch the same way.)
+# name: (mesh file, gin params after it). The first is the reference. One run per mesh, not
+# per file: a file whose mesh one of these has already is left out (`model:1,batch:2` was one
+# until #30, as gpu_8.gin's `model:1,batch:8` splits the batch the same way; tpu_v4_8.gin's
+# mesh is tpu_v3_8.gin's `batch:8`, and gpu_1.gin's is cpu.gin's), and
+# tests/test_gin_configs.py holds every shipped file to a mesh trained here.
 SHAPES = {
     "cpu": ("mesh/cpu.gin", []),
     "model:2,batch:2": ("mesh/cpu.gin",
@@ -55,9 +59,12 @@ SHAPES = {
     "tpu_v3_8": ("mesh/tpu_v3_8.gin", []),
     "tpu_v3_8,model_parallelism:2": ("mesh/tpu_v3_8.gin",
                                      ["utils.tpu_mesh_shape.model_parallelism = 2"]),
-    "tpu_v4_8": ("mesh/tpu_v4_8.gin", []),
     "tpu_v3_32": ("mesh/tpu_v3_32.gin", []),
 }
+# Run by `make test-all` only (pytest's `soak` mark), from the same warm checkpoint in a second
+# process: tpu_v3_32's 32 slices split the batch as tpu_v3_8's 8 do, and its training and eval
+# took 78 s of the test's 178 on a 2-core Xeon (a mesh-tf graph holds every slice's ops).
+SOAK_SHAPES = ("tpu_v3_32",)
 # Infer decodes as eval does (the same predict path under the same mesh); only how it reads
 # its prefixes differs, and that does not depend on the shape. So infer runs on the reference
 # and on one split mesh only: 6 fewer launches (about 2 minutes of CI on a slow machine). The
@@ -81,11 +88,16 @@ def _model_dir(root, shape):
 
 
 @pytest.fixture(scope="module")
-def runs(flcc_data_dir, tmp_path_factory):
-  """{shape: {"losses", "predictions", "completions", "metrics"}}, all from one process."""
+def mesh_root(tmp_path_factory):
   root = tmp_path_factory.mktemp("mesh_shapes")
+  (root / "prefixes.jsonl").write_text("".join(json.dumps({"prefix": p}) + "\n" for p in PREFIXES))
+  return root
+
+
+def _run_shapes(shapes, root, flcc_data_dir, warm_start):
+  """{shape: {"losses", "predictions", "completions", "healed", "metrics"}} of `shapes`, all
+  from one process; the warm start first, if `warm_start`."""
   prefixes = root / "prefixes.jsonl"
-  prefixes.write_text("".join(json.dumps({"prefix": p}) + "\n" for p in PREFIXES))
   warm, model = root / "warm", ["models/shared-prefix_lm.gin"]
   # Decoding reads the warm checkpoint itself: two trainings of the same steps differ in their
   # last bits (CPU float sums, Adafactor), and a tiny model's near-ties would flip with them.
@@ -96,8 +108,9 @@ def runs(flcc_data_dir, tmp_path_factory):
 
   commands = [command(warm, ["mesh/cpu.gin"], TINY_RUN + [
       f"run.train_steps = {WARM_STEPS}", f"utils.run.save_checkpoints_steps = {WARM_STEPS}",
-      f"utils.run.iterations_per_loop = {WARM_STEPS}"])]
-  for shape, (mesh_file, mesh_params) in SHAPES.items():
+      f"utils.run.iterations_per_loop = {WARM_STEPS}"])] if warm_start else []
+  for shape in shapes:
+    mesh_file, mesh_params = SHAPES[shape]
     model_dir, params = _model_dir(root, shape), TINY_RUN + mesh_params
     commands += [  # train from the warm checkpoint; eval and infer it
         command(model_dir, [mesh_file], params + [
@@ -124,9 +137,11 @@ def runs(flcc_data_dir, tmp_path_factory):
   assert proc.returncode == 0, proc.stderr[-5000:]
   outputs = mesh_main_runs.split_output(proc.stderr, time.time())
   assert len(outputs) == len(commands)
-  print(f"warm start, {WARM_STEPS} steps: {outputs[0][0]:.1f} s")
-  results, outputs = {}, iter(outputs[1:])
-  for shape in SHAPES:
+  if warm_start:
+    print(f"warm start, {WARM_STEPS} steps: {outputs[0][0]:.1f} s")
+    outputs = outputs[1:]
+  results, outputs = {}, iter(outputs)
+  for shape in shapes:
     (train_seconds, train), (eval_seconds, evaluation) = next(outputs), next(outputs)
     infer_seconds, completions = None, None
     model_dir = _model_dir(root, shape)
@@ -151,6 +166,20 @@ def runs(flcc_data_dir, tmp_path_factory):
   return results
 
 
+
+
+@pytest.fixture(scope="module")
+def runs(flcc_data_dir, mesh_root):
+  """The warm start, then every shape but the soak tier's."""
+  return _run_shapes([s for s in SHAPES if s not in SOAK_SHAPES], mesh_root, flcc_data_dir,
+                     warm_start=True)
+
+
+@pytest.fixture(scope="module")
+def soak_runs(flcc_data_dir, mesh_root, runs):  # pylint: disable=unused-argument (the warm start)
+  return _run_shapes(SOAK_SHAPES, mesh_root, flcc_data_dir, warm_start=False)
+
+
 def test_the_reference_run_decodes_something_to_agree_about(runs):
   reference = runs["cpu"]
   assert len(reference["losses"]) == STEPS  # from the warm checkpoint's step, not from 0
@@ -161,9 +190,12 @@ def test_the_reference_run_decodes_something_to_agree_about(runs):
   assert set(reference["metrics"]) == set(metrics_lib.FULL_LINE_METRIC_NAMES)
 
 
-@pytest.mark.parametrize("shape", [name for name in SHAPES if name != "cpu"])
-def test_each_mesh_shape_trains_and_evals_as_one_device(runs, shape):
-  reference, run = runs["cpu"], runs[shape]
+@pytest.mark.parametrize("shape", [
+    pytest.param(name, marks=[pytest.mark.soak] if name in SOAK_SHAPES else [])
+    for name in SHAPES if name != "cpu"])
+def test_each_mesh_shape_trains_and_evals_as_one_device(request, runs, shape):
+  reference = runs["cpu"]
+  run = (request.getfixturevalue("soak_runs") if shape in SOAK_SHAPES else runs)[shape]
   assert len(run["losses"]) == STEPS, run["losses"]
   print(f"{shape}: losses {run['losses']} against {reference['losses']}")
   differences = mesh_main_runs.loss_differences(run["losses"], reference["losses"])
