@@ -121,22 +121,24 @@ def test_each_tpu_mesh_is_the_slice_its_name_says(mesh_file):
   """mesh/tpu_v3_32.gin: a v3-32 topology, laid out by mesh-tf as 32 cores."""
   generation, cores = re.fullmatch(r"mesh/tpu_(v\d+)_(\d+)\.gin", mesh_file).groups()
   _parse("models/shared-prefix_lm.gin", mesh_file)
-  topology = gin.query_parameter("utils.tpu_mesh_shape.tpu_topology")
-  assert topology == f"{generation}-{cores}"
-  shape = mtf_utils.tpu_mesh_shape(topology, gin.query_parameter(
-      "utils.tpu_mesh_shape.model_parallelism"))
-  assert shape.size == int(cores)
+  assert gin.query_parameter("utils.tpu_mesh_shape.tpu_topology") == f"{generation}-{cores}"
+  assert _parsed_mesh().size == int(cores)
 
 
-def _mesh(mesh_file, bindings=()):
-  """The mesh a mesh file (and gin params after it) gives mesh-tf, as `mtf.Shape`'s string."""
-  _parse("models/shared-prefix_lm.gin", mesh_file, bindings=bindings)
+def _parsed_mesh():
+  """The `mtf.Shape` the parsed gin config gives mesh-tf as `utils.run.mesh_shape`."""
   shape = gin.query_parameter("utils.run.mesh_shape")
   if isinstance(shape, gin.config.ConfigurableReference):  # the TPU files' tpu_mesh_shape()
     shape = mtf_utils.tpu_mesh_shape(
         gin.query_parameter("utils.tpu_mesh_shape.tpu_topology"),
         gin.query_parameter("utils.tpu_mesh_shape.model_parallelism"))
-  return str(mtf.convert_to_shape(shape))
+  return mtf.convert_to_shape(shape)
+
+
+def _mesh(mesh_file, bindings=()):
+  """The mesh a mesh file (and gin params after it) gives mesh-tf, as `mtf.Shape`'s string."""
+  _parse("models/shared-prefix_lm.gin", mesh_file, bindings=bindings)
+  return str(_parsed_mesh())
 
 
 def test_every_shipped_mesh_is_one_that_test_mesh_shapes_trains():

@@ -166,8 +166,6 @@ def _run_shapes(shapes, root, flcc_data_dir, warm_start):
   return results
 
 
-
-
 @pytest.fixture(scope="module")
 def runs(flcc_data_dir, mesh_root):
   """The warm start, then every shape but the soak tier's."""
