@@ -39,7 +39,8 @@ PYTEST = $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 test: venv
 	$(PYTEST) $(PYTEST_ARGS)
 
-# Also the soaks (more kills of each long job, the 32-slice mesh); see README, "Tests".
+# Also the soaks (more kills of each long job, the 32-slice mesh, README's base model as
+# written); see README, "Tests".
 test-all: venv
 	$(PYTEST) -m "soak or not soak" $(PYTEST_ARGS)
 

@@ -86,7 +86,10 @@ pytestmark = pytest.mark.xdist_group("memorisation")
 
 TASK = "flcc_python_full_line"
 EXAMPLES = 16  # 8 cursors in each file (full_line_options' default)
-STEPS = 1000
+# The prefix LM learns the same 10 of the 16 lines (log P > log 1/2) in 300 steps as in 1000
+# (measured: 10, 10 and 10 at 300, 10 and 10 at 500, on a 2-core Zen 3), in 30 s of training
+# instead of 79.
+STEPS = 300
 EXACT = 0.95
 
 # The shipped prefix LM (full attention over the prefix, loss on the rest of the line, T5's
@@ -101,9 +104,10 @@ SHAPE_AND_DATA = TINY_MODEL + [
     # The 16 examples the eval asks for are the ones trained on (not new cursors each pass).
     "code_t5.full_line_options.fresh_train_cursors = False",
 ]
-# Adafactor at 1/sqrt(1000) ~ 0.032, decaying linearly to 0 over the second half: with a
-# constant rate the loss jumps about (up to 0.13 at step 900 in one run) and never settles.
-SCHEDULE = ["learning_rate_schedule_noam.warmup_steps = 1000",
+# Adafactor at 1/sqrt(STEPS) ~ 0.058, decaying linearly to 0 over the second half: with a
+# constant rate the loss jumps about (up to 0.13 at step 900 of 1000 in one run) and never
+# settles.
+SCHEDULE = [f"learning_rate_schedule_noam.warmup_steps = {STEPS}",
             "learning_rate_schedule_noam.linear_decay_fraction = 0.5"]
 # With the buckets the same 6 of the 16 lines still stutter after 1500 steps ("class
 # BoundedQueueueue", "for name, mass mass mass") in every setting tried (64 buckets too), and
@@ -128,7 +132,7 @@ MODEL_FILES = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
 CAUSAL_FILES = MODEL_FILES + ["models/causal.gin", "learning_rate_schedules/linear_decay.gin"]
 CAUSAL = SHAPE_AND_DATA
 CAUSAL_MIXTURE = "flcc_python_causal"
-CAUSAL_STEPS = 500  # a loss on every position: it learns the two files in half the steps
+CAUSAL_STEPS = 500  # held to 95% exact, not to what it learned: 6 runs of 6 completed all 13 here
 # models/causal.gin heals tokens (code_t5.token_healing); the tests that hold decoding to the
 # training graph's argmax read the prefix's own pieces.
 HEALING_OFF = "code_t5.token_healing.pieces = 0"
