@@ -86,10 +86,10 @@ pytestmark = pytest.mark.xdist_group("memorisation")
 
 TASK = "flcc_python_full_line"
 EXAMPLES = 16  # 8 cursors in each file (full_line_options' default)
-# The prefix LM learns the same 10 of the 16 lines (log P > log 1/2) in 300 steps as in 1000
-# (measured: 10, 10 and 10 at 300, 10 and 10 at 500, on a 2-core Zen 3), in 30 s of training
-# instead of 79.
-STEPS = 300
+# The prefix LM learns the same 10 of the 16 lines (log P > log 1/2) in 500 steps as in 1000:
+# 10 in each of 7 runs on a 2-core Zen 3, in about 48 s of training instead of 79. 300 steps
+# learned 10, 10 and 10 there, and 7 in a CI run, below the half the tests need.
+STEPS = 500
 EXACT = 0.95
 
 # The shipped prefix LM (full attention over the prefix, loss on the rest of the line, T5's
@@ -104,7 +104,7 @@ SHAPE_AND_DATA = TINY_MODEL + [
     # The 16 examples the eval asks for are the ones trained on (not new cursors each pass).
     "code_t5.full_line_options.fresh_train_cursors = False",
 ]
-# Adafactor at 1/sqrt(STEPS) ~ 0.058, decaying linearly to 0 over the second half: with a
+# Adafactor at 1/sqrt(STEPS) ~ 0.045, decaying linearly to 0 over the second half: with a
 # constant rate the loss jumps about (up to 0.13 at step 900 of 1000 in one run) and never
 # settles.
 SCHEDULE = [f"learning_rate_schedule_noam.warmup_steps = {STEPS}",
