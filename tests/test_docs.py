@@ -105,8 +105,9 @@ def _runnable(doc, block, values, as_written=False):
 BLOCKS = [(doc, i) for doc in DOCS for i in range(len(_blocks(doc)))]
 
 
-def _tiny_in_ci(doc, block):
-  return any(where == doc and old in block for where, old, _ in TINY_IN_CI)
+def _stand_ins_found(doc, block):
+  """For each of the doc's TINY_IN_CI stand-ins, whether `block` says what it replaces."""
+  return [old in block for where, old, _ in TINY_IN_CI if where == doc]
 
 
 def test_every_substitution_and_skip_still_matches_its_doc():
@@ -116,7 +117,7 @@ def test_every_substitution_and_skip_still_matches_its_doc():
   # model as written in a model dir of the tiny one's, or the reverse.
   for doc, i in BLOCKS:
     block = _blocks(doc)[i]
-    found = [old in block for where, old, _ in TINY_IN_CI if where == doc]
+    found = _stand_ins_found(doc, block)
     assert all(found) or not any(found), (doc, i, found)
   for line in NOT_RUN:
     assert any(line in block for doc in DOCS for block in _blocks(doc)), line
@@ -404,7 +405,8 @@ def workspaces(tmp_path_factory, flcc_tree, fixture_archive):
                  marks=[pytest.mark.xdist_group(f"docs:{WORKSPACE_OF.get(doc, doc)}")]
                  + ([pytest.mark.soak] if as_written else []))
     for doc, index in BLOCKS
-    for as_written in ([False, True] if _tiny_in_ci(doc, _blocks(doc)[index]) else [False])])
+    for as_written in ([False, True] if any(_stand_ins_found(doc, _blocks(doc)[index]))
+                       else [False])])
 def test_doc_block_runs(workspaces, doc, index, as_written):
   workspace = workspaces(doc)
   block = _blocks(doc)[index]

@@ -132,7 +132,7 @@ MODEL_FILES = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
 CAUSAL_FILES = MODEL_FILES + ["models/causal.gin", "learning_rate_schedules/linear_decay.gin"]
 CAUSAL = SHAPE_AND_DATA
 CAUSAL_MIXTURE = "flcc_python_causal"
-CAUSAL_STEPS = 500  # held to 95% exact, not to what it learned: 6 runs of 6 completed all 13 here
+CAUSAL_STEPS = 500  # held to 95% exact, not to what it learned (6 runs of 6: all 13, above)
 # models/causal.gin heals tokens (code_t5.token_healing); the tests that hold decoding to the
 # training graph's argmax read the prefix's own pieces.
 HEALING_OFF = "code_t5.token_healing.pieces = 0"
