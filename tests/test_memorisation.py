@@ -126,13 +126,14 @@ MODEL_FILES = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
 # cursors 3 of the 13 lines the eval asks for, each after such a split, were missed (see the
 # notes on #30). Then the same full-line examples through every decoding path, each reading
 # the prefix without the delimiter, the SavedModel too, whose serving graph appends one
-# (decoding.served_inputs). With the shipped schedule too (Adafactor at 0.01, decaying linearly to 0 over the run): at
-# the prefix LM's 0.032 its loss jumped about (0.06 -> 0.62 -> 0.12) and 1 run in 3 learned
-# the lines by step 500; with this one, 6 runs of 6 completed all 13 (see the notes on #30).
+# (decoding.served_inputs). With the shipped schedule too (Adafactor at 0.01, decaying
+# linearly to 0 over the run): at the prefix LM's 0.032 its loss jumped about (0.06 -> 0.62
+# -> 0.12) and 1 run in 3 learned the lines by step 500; with this one, 6 runs of 6 completed
+# all 13 (see the notes on #30).
 CAUSAL_FILES = MODEL_FILES + ["models/causal.gin", "learning_rate_schedules/linear_decay.gin"]
 CAUSAL = SHAPE_AND_DATA
 CAUSAL_MIXTURE = "flcc_python_causal"
-CAUSAL_STEPS = 500  # held to 95% exact, not to what it learned (6 runs of 6: all 13, above)
+CAUSAL_STEPS = 500  # its decoding paths held to 95% exact, not to what it learned (6 of 6: all 13)
 # models/causal.gin heals tokens (code_t5.token_healing); the tests that hold decoding to the
 # training graph's argmax read the prefix's own pieces.
 HEALING_OFF = "code_t5.token_healing.pieces = 0"
