@@ -23,6 +23,7 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
 import tensorflow.compat.v1 as tf
 
+from code_t5 import copy_cache
 from code_t5 import healing
 from code_t5 import preprocessors
 from code_t5.vocabulary import EOS_ID, NEWLINE_ID
@@ -91,6 +92,41 @@ class _Healing:
                          output_dtype=tf.int32, splittable_dims=self.batch_dims)
 
 
+class _CopyCache:
+  """The copy cache (code_t5/copy_cache.py) on mtf tensors: each step's logits, made the
+  log-probabilities of the model mixed with what followed the line's last tokens earlier in
+  the prefix `inputs` [batch dims, length]. Each slice computes the whole vocabulary, in a
+  dimension no layout splits, as token healing's mask does."""
+
+  def __init__(self, model, inputs, options):
+    self.vocab_dim = model.output_vocab_dim
+    self.batch_dims = inputs.shape.dims[:-1]
+    # The code alone: a prefix LM's delimiter is no part of it, and no run matches across it.
+    self.inputs = inputs * mtf.to_int32(mtf.not_equal(inputs, EOS_ID))
+    self.prefix_length = mtf.reduce_sum(mtf.to_int32(mtf.not_equal(self.inputs, 0)),
+                                        reduced_dim=inputs.shape.dims[-1])
+    self.options = options
+
+  def mixed(self, logits, continuation, step):
+    whole_vocab = mtf.Dimension("cache_vocab", self.vocab_dim.size)
+
+    def rows(t):
+      return tf.reshape(t, [-1, t.shape[-1]])
+
+    def slice_mixed(logits, inputs, prefix_length, continuation, step):
+      mixed = copy_cache.cached_log_probs(rows(logits), rows(inputs),
+                                          tf.reshape(prefix_length, [-1]), rows(continuation),
+                                          step, self.options)
+      return tf.reshape(mixed, tf.shape(logits))
+    mixed = mtf.slicewise(
+        slice_mixed,
+        [mtf.rename_dimension(logits, self.vocab_dim.name, whole_vocab.name), self.inputs,
+         self.prefix_length, continuation, step],
+        output_shape=self.batch_dims + [whole_vocab], output_dtype=tf.float32,
+        splittable_dims=self.batch_dims)
+    return mtf.rename_dimension(mixed, whole_vocab.name, self.vocab_dim.name)
+
+
 class _PrefixReader:
   """A prefix read once, as mesh-tf's sample_autoregressive reads it (the prefix LM's prefix
   attends to itself in both directions), its key/value caches filled; then `logits` of each
@@ -145,7 +181,9 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   """`predict_fn` for utils.run: greedy decoding (the argmax token at each step) of the rest
   of the line from `served_inputs`, for at most the targets' length in tokens: the longest
   rest of a line the full-line Task holds. With `token_healing`, the prefix's last pieces are
-  written again first, held to their text, and cut off after.
+  written again first, held to their text, and cut off after. With `code_t5.copy_cache`, each
+  step's distribution is the model's mixed with what followed the line's last tokens earlier
+  in the prefix (code_t5/copy_cache.py).
 
   `stop_at_line_end`: the loop ends once every row of the batch has written a line end (a
   causal model trained on files ends a line so, not with EOS); else at EOS or the targets'
@@ -163,6 +201,8 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   reader = _PrefixReader(model, mtf.pad(inputs, [0, steps], length_dim.name), variable_dtype)
   decode_dim = mtf.Dimension("decode_length", steps)
   line_end = NEWLINE_ID if stop_at_line_end else EOS_ID
+  cache_options = copy_cache.copy_cache()
+  cache = _CopyCache(model, inputs, cache_options) if cache_options["weight"] else None
 
   def cond_fn(step, continuation, *states):
     del states
@@ -174,6 +214,8 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   def body_fn(step, continuation, *states):
     previous = mtf.gather(continuation, step - 1, decode_dim)
     logits, new_states = reader.logits(step, previous, states)
+    if cache:
+      logits = cache.mixed(logits, continuation, step)
     if healer:
       logits += healer.mask(continuation, step)
     token = mtf.argmax(logits, model.output_vocab_dim)

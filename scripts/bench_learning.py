@@ -226,14 +226,17 @@ def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=
   return rows, sum(literals["utils.run.sequence_length"].values())
 
 
-def healing_pieces(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
-  """How many pieces the model's decoding heals (code_t5.token_healing.pieces in its gin
-  files and --gin_param, 0 where none binds it): the peer's decoding heals as many."""
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
+  """(pieces, cache): how many pieces the model's decoding heals (code_t5.token_healing.pieces
+  in its gin files and --gin_param, 0 where none binds it) and its copy cache's options
+  (code_t5.copy_cache's bindings there, its defaults elsewhere): the peer decodes so too."""
+  from code_t5 import copy_cache, summaries  # pylint: disable=g-import-not-at-top
   literals = {**gin_literals(model_gin),
               **{k: v for f in gin_files for k, v in gin_literals(f).items()},
               **summaries.literal_bindings_of("\n".join(gin_params))}
-  return literals.get("code_t5.token_healing.pieces", 0)
+  cache = {key.rsplit(".", 1)[1]: value for key, value in literals.items()
+           if key.startswith("code_t5.copy_cache.")}
+  return literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache)
 
 
 def copy_probe(windows, targets, completions):
@@ -485,7 +488,7 @@ def main():
   if not args.no_peer:
     import gpt_peer  # pylint: disable=g-import-not-at-top
     max_new = summaries.run_bindings(args.model_dir)["sequence_length"]["targets"]
-    heal = healing_pieces(args.model_gin, args.gin_file, args.gin_param)
+    heal, cache = decoding_options(args.model_gin, args.gin_file, args.gin_param)
     # The peer's points, kept across a --resume as its checkpoint is.
     peer_curve_path = os.path.join(args.model_dir, "peer",
                                    f"curve{split_suffix(args.split)}.json")
@@ -496,7 +499,8 @@ def main():
 
     def score_peer(at, model, vocab, newline):
       print(f"the peer at step {at} on the same examples ...", file=sys.stderr, flush=True)
-      peer_completions[at] = gpt_peer.complete(model, vocab, windows, newline, max_new, heal)
+      peer_completions[at] = gpt_peer.complete(model, vocab, windows, newline, max_new, heal,
+                                               cache)
       # Before the peer's first checkpoint (every 100 steps) nothing has made its folder.
       os.makedirs(os.path.dirname(peer_curve_path), exist_ok=True)
       with open(peer_curve_path + ".tmp", "w") as f:

@@ -137,14 +137,17 @@ def train(stream: np.ndarray, vocab_size: int, steps: int, config: PeerConfig = 
 
 
 def complete(model, vocabulary, windows: Sequence[str], newline_id: int,
-             max_new: int = 32, heal_pieces: int = 0) -> List[str]:
+             max_new: int = 32, heal_pieces: int = 0, cache=None) -> List[str]:
   """Greedy continuation of each window text up to a line end, EOS or `max_new` tokens (the
   line end and EOS not included), as the model's full-line eval cuts its predictions; with
   `heal_pieces`, healed as the model's decoding heals (code_t5/healing.py, the same three
-  steps): the window's last pieces taken off, written again under its mask, cut off after."""
+  steps): the window's last pieces taken off, written again under its mask, cut off after;
+  with `cache` (code_t5.copy_cache()'s options, a weight above 0), each step's distribution
+  mixed with the copy cache's as the model's greedy decoding mixes it (code_t5/copy_cache.py),
+  before the healing mask."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import torch  # pylint: disable=g-import-not-at-top
-  from code_t5 import healing  # pylint: disable=g-import-not-at-top
+  from code_t5 import copy_cache, healing  # pylint: disable=g-import-not-at-top
   tables = (healing.HealingTables.of(vocabulary.tokenizer, model.config.vocab_size)
             if heal_pieces else None)
   steps = max_new + heal_pieces
@@ -164,6 +167,10 @@ def complete(model, vocabulary, windows: Sequence[str], newline_id: int,
         out = model(input_ids=step_ids, past_key_values=past, use_cache=True)
         past = out.past_key_values
         logits = out.logits[0, -1]
+        if cache and cache["weight"]:
+          logits = torch.from_numpy(copy_cache.cached_log_probs(
+              tf.constant(logits.numpy()[None]), tf.constant([ids], tf.int32),
+              tf.constant([len(ids)]), tf.constant(new), tf.constant(step), cache).numpy()[0])
         if typed is not None:
           allowed = healing.allowed_pieces(tables, typed, tf.constant(new), tf.constant(step))
           logits = logits + torch.from_numpy(allowed.numpy()[0])

@@ -38,8 +38,9 @@ WARM_STEPS = 100  # 30 left greedy decoding empty or one token repeated
 STEPS = 3  # compared, after the warm start
 # The largest mesh has 32 slices: each holds one sequence of the batch.
 BATCH = 32
+# The last one repeats a call: the copy cache has a run to match (HEALED_GREEDY).
 PREFIXES = ["def f(x):\n    return", "class A:\n\tdef __init__(self):\n\t\tself.", "import ",
-            "    for i in range("]
+            "    for i in range(", "total = add(first, second)\nresult = add(first"]
 
 
 def _devices(n):
@@ -75,9 +76,11 @@ INFER_SHAPES = ("cpu", "model:2,batch:2")
 # its mask is computed whole on every slice of the batch and laid out over `vocab` as the
 # logits are, which `model:2` splits. (Greedy, not the line search: mtf's beam search over a
 # vocabulary split in two keeps other candidates than over one, and returns other lines.)
+# The copy cache (code_t5.copy_cache) likewise: its counts are computed whole on every slice,
+# and mixed with the step's logits gathered whole.
 HEALED_SHAPES = ("cpu", "model:2,batch:2")
 HEALED_GREEDY = ["utils.run.predict_fn = @code_t5.greedy_decode",
-                 "code_t5.token_healing.pieces = 3"]
+                 "code_t5.token_healing.pieces = 3", "code_t5.copy_cache.weight = 0.5"]
 TINY_RUN = ["MIXTURE_NAME = 'flcc_python_full_line'"] + TINY_MODEL + [
     f"utils.run.batch_size = ('sequences_per_batch', {BATCH})", "mesh_train_dataset_fn.seed = 7",
     "dropout_rate = 0.0", "Unitransformer.sample_autoregressive.max_steps = 8"]
@@ -127,11 +130,12 @@ def _run_shapes(shapes, root, flcc_data_dir, warm_start):
       commands.append(command(warm, [mesh_file, "infer_full_line.gin"],
                               params + decode + HEALED_GREEDY + [
           f"INPUT_FILE = '{prefixes}'", f"OUTPUT_FILE = '{model_dir}/healed'"]))
-    if shape == "cpu":  # the same decoder, unhealed: healing must change something
-      commands.append(command(warm, [mesh_file, "infer_full_line.gin"],
-                              params + decode + HEALED_GREEDY + [
-          "code_t5.token_healing.pieces = 0",
-          f"INPUT_FILE = '{prefixes}'", f"OUTPUT_FILE = '{model_dir}/unhealed'"]))
+    if shape == "cpu":  # the same decoder, unhealed, and uncached: each must change something
+      for name, off in (("unhealed", "code_t5.token_healing.pieces = 0"),
+                        ("uncached", "code_t5.copy_cache.weight = 0.0")):
+        commands.append(command(warm, [mesh_file, "infer_full_line.gin"],
+                                params + decode + HEALED_GREEDY + [
+            off, f"INPUT_FILE = '{prefixes}'", f"OUTPUT_FILE = '{model_dir}/{name}'"]))
   proc = subprocess.run(mesh_main_runs_command(commands), cwd=REPO_ROOT, capture_output=True,
                         text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert proc.returncode == 0, proc.stderr[-5000:]
@@ -151,7 +155,7 @@ def _run_shapes(shapes, root, flcc_data_dir, warm_start):
         completions = f.read().split("\n")[:-1]
     healed = {}
     for name in (["healed"] if shape in HEALED_SHAPES else []) + (
-        ["unhealed"] if shape == "cpu" else []):
+        ["unhealed", "uncached"] if shape == "cpu" else []):
       next(outputs)
       with open(model_dir / f"{name}-{WARM_STEPS}") as f:
         healed[name] = f.read().split("\n")[:-1]
@@ -206,8 +210,9 @@ def test_each_mesh_shape_trains_and_evals_as_one_device(request, runs, shape):
     assert run["completions"] == reference["completions"]
 
 
-def test_healed_greedy_decoding_on_a_split_mesh_is_one_devices(runs):
+def test_healed_and_cached_greedy_decoding_on_a_split_mesh_is_one_devices(runs):
   reference, split = runs["cpu"]["healed"]["healed"], runs["model:2,batch:2"]["healed"]["healed"]
   assert len(reference) == len(PREFIXES) and any(reference)
   assert reference != runs["cpu"]["healed"]["unhealed"]  # healing changed the lines
+  assert reference != runs["cpu"]["healed"]["uncached"]  # and so did the cache
   assert split == reference
