@@ -69,7 +69,7 @@ def next_token_counts(sequence, written, source_length, vocab_size, order, max_o
   next_ids = tf.concat([sequence[:, 1:], tf.zeros_like(sequence[:, :1])], axis=1)
   # Where the next token is the prefix's.
   agree = index + 1 < source_length[:, None]
-  counts = tf.zeros(tf.stack([rows, vocab_size]))
+  longest = tf.zeros_like(agree)  # where the longest run with a match stands
   for k in range(max_order):
     mine = tf.gather(sequence, tf.maximum(last - k, 0), batch_dims=1)  # [rows, 1]
     theirs = tf.pad(sequence, [[0, 0], [k, 0]])[:, :positions]  # the token k before j
@@ -77,14 +77,13 @@ def next_token_counts(sequence, written, source_length, vocab_size, order, max_o
     agree &= (index - k >= 0) & (last - k >= 0) & tf.equal(theirs, mine)
     if k + 1 < order:
       continue
-    found = tf.reduce_any(agree, axis=1)
-    row_ids = tf.broadcast_to(tf.range(rows)[:, None], tf.shape(sequence))
-    here = tf.scatter_nd(tf.reshape(tf.stack([row_ids, next_ids], axis=-1), [-1, 2]),
-                         tf.reshape(tf.cast(agree, tf.float32), [-1]),
-                         tf.stack([rows, vocab_size]))
-    # The longest run with a match wins: it replaces what a shorter one counted.
-    counts = tf.where_v2(found[:, None], here, counts)
-  return counts
+    # The longest run with a match wins: it replaces what a shorter one matched.
+    longest = tf.where_v2(tf.reduce_any(agree, axis=1)[:, None], agree, longest)
+  # One count of the tokens after the matches, at each decoding step (not one per run length).
+  row_ids = tf.broadcast_to(tf.range(rows)[:, None], tf.shape(sequence))
+  return tf.scatter_nd(tf.reshape(tf.stack([row_ids, next_ids], axis=-1), [-1, 2]),
+                       tf.reshape(tf.cast(longest, tf.float32), [-1]),
+                       tf.stack([rows, vocab_size]))
 
 
 def mixed_log_probs(logits, counts, weight):
