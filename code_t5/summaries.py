@@ -32,7 +32,7 @@ def read_scalars(event_dir: str):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   scalars = {}
   for path in files.glob(os.path.join(event_dir, "events.out.tfevents.*")):
-    for event in tf.compat.v1.train.summary_iterator(path):
+    for event in _events(path):
       for value in event.summary.value:
         if value.HasField("simple_value"):
           number = value.simple_value
@@ -42,6 +42,26 @@ def read_scalars(event_dir: str):
           continue
         scalars.setdefault(value.tag, []).append((event.step, event.wall_time, number))
   return scalars
+
+
+def _events(path: str):
+  """The events of one event file, up to a record cut short: a run killed while writing one
+  leaves it at the file's end, and `--resume` goes on in a new file (TensorBoard reads such a
+  file up to it too). Where that stops the reading, a line on stderr says so."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  events = tf.compat.v1.train.summary_iterator(path)
+  read = 0
+  while True:
+    try:
+      event = next(events)
+    except StopIteration:
+      return
+    except tf.errors.DataLossError as error:
+      print(f"code_t5.summaries: {path}: read {read} events, then stopped: {error.message}",
+            file=sys.stderr)
+      return
+    read += 1
+    yield event
 
 
 class _Literals:
