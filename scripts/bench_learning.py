@@ -209,34 +209,42 @@ def plot_acceptance(rows, path):
   fig.savefig(path, dpi=110)
 
 
+def command_literals(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
+  """The literal bindings a launch of this bench gives mesh_transformer_main: LENGTHS_GIN's,
+  the model file's (models/causal_lm_dev.gin sets 8 rows), `gin_files`' (--gin_file) and
+  `gin_params`' (--gin_param) over them, in the order the run reads them."""
+  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  return {**gin_literals(LENGTHS_GIN), **gin_literals(model_gin),
+          **{k: v for f in gin_files for k, v in gin_literals(f).items()},
+          **summaries.literal_bindings_of("\n".join(gin_params))}
+
+
 def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   """(rows, inputs + targets) of a dev model step: the run's own once it has trained
-  (summaries.per_step); before, LENGTHS_GIN's with the bindings written in the model file
-  (models/causal_lm_dev.gin sets 8 rows), `gin_files` (--gin_file) and `gin_params`
-  (--gin_param) over it, in the order the run reads them."""
+  (summaries.per_step); before, those of the command's bindings (command_literals)."""
   from code_t5 import summaries  # pylint: disable=g-import-not-at-top
   step = summaries.per_step(model_dir)
   if step:
     return step["sequences"], step["token_positions"] // step["sequences"]
-  literals = {**gin_literals(LENGTHS_GIN), **gin_literals(model_gin),
-              **{k: v for f in gin_files for k, v in gin_literals(f).items()},
-              **summaries.literal_bindings_of("\n".join(gin_params))}
+  literals = command_literals(model_gin, gin_files, gin_params)
   method, rows = literals["utils.run.batch_size"]
   assert method == "sequences_per_batch", literals
   return rows, sum(literals["utils.run.sequence_length"].values())
 
 
 def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
-  """(pieces, cache): how many pieces the model's decoding heals (code_t5.token_healing.pieces
-  in its gin files and --gin_param, 0 where none binds it) and its copy cache's options
-  (code_t5.copy_cache's bindings there, its defaults elsewhere): the peer decodes so too."""
-  from code_t5 import copy_cache, summaries  # pylint: disable=g-import-not-at-top
-  literals = {**gin_literals(model_gin),
-              **{k: v for f in gin_files for k, v in gin_literals(f).items()},
-              **summaries.literal_bindings_of("\n".join(gin_params))}
+  """(pieces, cache, window): how many pieces the model's decoding heals
+  (code_t5.token_healing.pieces, 0 where nothing binds it), its copy cache's options
+  (code_t5.copy_cache's bindings, its defaults elsewhere) and the input window it reads in
+  tokens (utils.run.sequence_length's inputs), as the command's bindings (command_literals)
+  give them to the eval: the peer and copy-window read so too. An eval-only launch can read
+  more than the run trained on (--gin_param="utils.run.sequence_length = ...")."""
+  from code_t5 import copy_cache  # pylint: disable=g-import-not-at-top
+  literals = command_literals(model_gin, gin_files, gin_params)
   cache = {key.rsplit(".", 1)[1]: value for key, value in literals.items()
            if key.startswith("code_t5.copy_cache.")}
-  return literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache)
+  return (literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache),
+          literals["utils.run.sequence_length"]["inputs"])
 
 
 def copy_probe(windows, targets, completions):
@@ -455,7 +463,8 @@ def main():
   del tasks  # registers the Tasks
   seqio.set_tfds_data_dir_override(args.data_dir)
   print("the baselines on the same examples ...", file=sys.stderr, flush=True)
-  report = baselines.compare(args.model_dir, EVAL_TASK, args.split)
+  heal, cache, window = decoding_options(args.model_gin, args.gin_file, args.gin_param)
+  report = baselines.compare(args.model_dir, EVAL_TASK, args.split, input_length=window)
   completions, targets = report["completions"], report["targets"]
   features = seqio.get_mixture_or_task(EVAL_TASK).output_features
   examples = baselines.task_examples(EVAL_TASK, args.split, len(targets))
@@ -488,7 +497,6 @@ def main():
   if not args.no_peer:
     import gpt_peer  # pylint: disable=g-import-not-at-top
     max_new = summaries.run_bindings(args.model_dir)["sequence_length"]["targets"]
-    heal, cache = decoding_options(args.model_gin, args.gin_file, args.gin_param)
     # The peer's points, kept across a --resume as its checkpoint is.
     peer_curve_path = os.path.join(args.model_dir, "peer",
                                    f"curve{split_suffix(args.split)}.json")

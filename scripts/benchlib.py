@@ -15,8 +15,10 @@ def gin_literals(path):
   """The literal bindings of a gin file under gin_configs/ (e.g. "sequence_lengths/dev.gin")
   and of the files it includes, as gin applies them (an include's first, the file's own
   over them): {"utils.run.sequence_length": {...}, "d_model": 256, ...}."""
+  import code_t5  # pylint: disable=g-import-not-at-top
   from code_t5 import summaries  # pylint: disable=g-import-not-at-top
-  full_path = os.path.join(REPO, "gin_configs", path)
+  # The files the run reads: gin's search path, not REPO (a pytest's argv[0] is not a script).
+  full_path = os.path.join(code_t5.gin_configs_dir(), path)
   literals = {}
   for included in summaries.included_files(full_path):
     literals.update(gin_literals(included))

@@ -80,6 +80,27 @@ def test_dev_model_overrides_size_and_mesh():
   assert gin.query_parameter("Unitransformer.input_full_attention") is True
 
 
+def test_the_dev_model_decodes_with_the_copy_cache_and_its_peer_too():
+  """models/causal.gin includes copy_cache.gin: the dev model's greedy decoding copies (weight
+  0.5) unless a param turns it off; the prefix LM's does not; and the learning bench reads the
+  same weight from the same files (through the include) for its GPT peer, and the window an
+  eval-only launch decodes from for the peer and copy-window."""
+  import bench_learning  # pylint: disable=g-import-not-at-top
+  from code_t5 import copy_cache  # pylint: disable=g-import-not-at-top
+  _parse("models/causal_lm_dev.gin")
+  assert copy_cache.copy_cache()["weight"] == 0.5
+  _parse("models/causal_lm_dev.gin", bindings=["code_t5.copy_cache.weight = 0.0"])
+  assert copy_cache.copy_cache()["weight"] == 0.0
+  _parse("models/shared-prefix_lm_dev.gin")
+  assert copy_cache.copy_cache()["weight"] == 0.0
+  gin.clear_config()
+  assert bench_learning.decoding_options() == (3, copy_cache.copy_cache(weight=0.5), 128)
+  assert bench_learning.decoding_options(gin_params=[
+      "code_t5.copy_cache.weight = 0.0",
+      "utils.run.sequence_length = {'inputs': 480, 'targets': 32}"])[1:] == (
+          copy_cache.copy_cache(weight=0.0), 480)
+
+
 def test_mode_files_resolve_from_any_working_directory_without_a_location_prefix(
     tmp_path, monkeypatch):
   """The docs' commands pass no --gin_location_prefix: importing code_t5 put gin_configs/ on
