@@ -11,7 +11,7 @@ distribution is then
     (1 - weight) * p_model + weight * p_cache
 
 where the cache has something, and p_model alone where it has not. Off unless
-`code_t5.copy_cache.weight` is above 0.
+`code_t5.copy_cache.weight` is above 0 (models/causal.gin sets 0.5, by copy_cache.gin).
 
   cached_log_probs(...)    a step's log-probabilities with the cache mixed in (TF), of
     written_sequence(...)  the prefix, then what decoding has written of the line,
