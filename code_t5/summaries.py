@@ -14,6 +14,7 @@ import sys
 
 from code_t5 import errors
 from code_t5 import files
+from code_t5 import progress
 
 # Written by code_t5/progress.py every few steps; mesh-tf's own `loss` only every 100.
 LOSS_TAGS = ("code_t5/loss", "loss")
@@ -47,21 +48,15 @@ def read_scalars(event_dir: str):
 def _events(path: str):
   """The events of one event file, up to a record cut short: a run killed while writing one
   leaves it at the file's end, and `--resume` goes on in a new file (TensorBoard reads such a
-  file up to it too). Where that stops the reading, a line on stderr says so."""
+  file up to it too). Where that stops the reading, a progress line says so."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  events = tf.compat.v1.train.summary_iterator(path)
   read = 0
-  while True:
-    try:
-      event = next(events)
-    except StopIteration:
-      return
-    except tf.errors.DataLossError as error:
-      print(f"code_t5.summaries: {path}: read {read} events, then stopped: {error.message}",
-            file=sys.stderr)
-      return
-    read += 1
-    yield event
+  try:
+    for event in tf.compat.v1.train.summary_iterator(path):
+      yield event
+      read += 1
+  except tf.errors.DataLossError as error:
+    progress.say(f"{path}: read {read} events, then stopped: {error.message}")
 
 
 class _Literals:
