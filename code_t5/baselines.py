@@ -246,13 +246,13 @@ def compare(model_dir: str, task_name: str, split: str = "validation",
   lengths = summaries.run_bindings(model_dir).get("sequence_length") or {}
   if "inputs" not in lengths:
     raise ValueError(f"{model_dir}/operative_config.gin: no utils.run.sequence_length")
-  lengths = {**lengths, "inputs": input_length or lengths["inputs"]}
+  input_length = input_length or lengths["inputs"]
   read_as_the_run(model_dir)
   ngram, train_files, train_tokens = fit_ngram(task_name)
   completions = {"model": model, **baseline_predictions(
-      task_name, [p for p, _ in examples], lengths["inputs"], ngram)}
+      task_name, [p for p, _ in examples], input_length, ngram)}
   return {"task": task_name, "split": split, "step": step, "examples": len(targets),
-          "input_length": lengths["inputs"],
+          "input_length": input_length,
           "ngram": {"order": NGRAM_ORDER, "train_files": train_files,
                     "train_tokens": train_tokens},
           "metrics": {name: score(targets, preds) for name, preds in completions.items()},
