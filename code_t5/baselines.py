@@ -24,7 +24,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -231,11 +231,11 @@ def score(targets: Sequence[str], predictions: Sequence[str]) -> Dict[str, float
   return out
 
 
-def compare(model_dir: str, task_name: str, split: str = "validation",
-            input_length: Optional[int] = None) -> dict:
+def compare(model_dir: str, task_name: str, split: str = "validation") -> dict:
   """The model's latest full-line eval of `task_name` and the baselines on its examples;
-  copy-window reads `input_length` tokens, the window the eval read (an eval can read more
-  than the run trained on), or where None the run's own (its operative_config.gin)."""
+  copy-window reads the window the eval read (its record, summaries.eval_lengths: a decoding
+  can read more than the run trained on), or for an eval from before that record the run's
+  (its operative_config.gin)."""
   from code_t5 import summaries, tasks  # pylint: disable=g-import-not-at-top
   tasks.check_split(task_name, split)  # first: a split not built is why no eval ran
   step, targets, model = eval_outputs(model_dir, task_name, split)
@@ -243,10 +243,11 @@ def compare(model_dir: str, task_name: str, split: str = "validation",
   if [t for _, t in examples] != targets:
     raise ValueError(f"{model_dir}: the eval's targets are not the first {len(targets)} "
                      f"examples of {task_name}'s {split} split (another data dir?)")
-  lengths = summaries.run_bindings(model_dir).get("sequence_length") or {}
+  lengths = (summaries.eval_lengths(model_dir, split)
+             or summaries.run_bindings(model_dir).get("sequence_length") or {})
   if "inputs" not in lengths:
     raise ValueError(f"{model_dir}/operative_config.gin: no utils.run.sequence_length")
-  input_length = input_length or lengths["inputs"]
+  input_length = lengths["inputs"]
   read_as_the_run(model_dir)
   ngram, train_files, train_tokens = fit_ngram(task_name)
   completions = {"model": model, **baseline_predictions(

@@ -26,6 +26,7 @@ import tensorflow.compat.v1 as tf
 from code_t5 import copy_cache
 from code_t5 import healing
 from code_t5 import preprocessors
+from code_t5 import summaries
 from code_t5.vocabulary import EOS_ID, NEWLINE_ID
 
 
@@ -195,7 +196,7 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   healer = _Healing(model, inputs, pieces) if pieces else None
   if healer:
     inputs = healer.inputs
-  steps = gin.query_parameter("utils.run.sequence_length")["targets"] + pieces
+  steps = summaries.run_parameter("sequence_length")["targets"] + pieces
   mesh = inputs.mesh
   batch_dims, length_dim = inputs.shape.dims[:-1], inputs.shape.dims[-1]
   reader = _PrefixReader(model, mtf.pad(inputs, [0, steps], length_dim.name), variable_dtype)
@@ -376,7 +377,7 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
     raise ValueError(f"code_t5.prefix_lm_beam_search.top_k = {top_k}: must be between 1 and "
                      f"beam_size = {beam_size}")
   if max_steps is None:
-    max_steps = gin.query_parameter("utils.run.sequence_length")["targets"]
+    max_steps = summaries.run_parameter("sequence_length")["targets"]
   inputs = served_inputs(features["inputs"])
   pieces = token_healing()
   healer = _Healing(model, inputs, pieces) if pieces else None

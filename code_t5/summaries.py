@@ -28,6 +28,46 @@ def train_eval_record(model_dir: str):
   return json.loads(files.read_text(path)) if files.exists(path) else None
 
 
+# The lengths an eval read, in its eval dir (`record_eval_lengths`): a decoding can read a longer
+# window than the training's (gin_configs/decoding_lengths.gin), and copy-window reads the same.
+EVAL_LENGTHS = "sequence_length.json"
+
+
+def eval_lengths(model_dir: str, split: str = "validation"):
+  """utils.run.sequence_length of the latest full-line eval of `split` in `model_dir`, or None
+  (an eval from before the record was kept)."""
+  path = os.path.join(model_dir, f"{split}_eval", EVAL_LENGTHS)
+  return json.loads(files.read_text(path)) if files.exists(path) else None
+
+
+def record_eval_lengths(eval_dir: str, sequence_length: dict) -> None:
+  files.makedirs(eval_dir)
+  files.write_atomically(os.path.join(eval_dir, EVAL_LENGTHS), json.dumps(sequence_length))
+
+
+_EVAL_MODEL = None
+
+
+def install() -> None:
+  """mesh-tf's eval_model records the lengths it reads in the eval dir (upstream.py)."""
+  global _EVAL_MODEL
+  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
+  if _EVAL_MODEL is not None:
+    return
+  _EVAL_MODEL = mtf_utils.eval_model
+
+  def eval_model(estimator, vocabulary, sequence_length, batch_size, dataset_split, model_dir,
+                 eval_dataset_fn, eval_summary_dir, *args, **kwargs):
+    if sequence_length is not None:  # None: mesh-tf's longest example, found as it reads them
+      eval_dir = eval_summary_dir or os.path.join(model_dir, f"{dataset_split}_eval")
+      if kwargs.get("eval_dir_suffix") is not None:  # as eval_model names its dir
+        eval_dir += f"_{kwargs['eval_dir_suffix']}"
+      record_eval_lengths(eval_dir, sequence_length)
+    return _EVAL_MODEL(estimator, vocabulary, sequence_length, batch_size, dataset_split,
+                       model_dir, eval_dataset_fn, eval_summary_dir, *args, **kwargs)
+  mtf_utils.eval_model = eval_model
+
+
 def read_scalars(event_dir: str):
   """{tag: [(step, wall_time, value)]} from every event file directly in `event_dir`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -103,6 +143,19 @@ def run_bindings(model_dir: str) -> dict:
     return {}
   return {name.rsplit(".", 1)[1]: value for name, value in literal_bindings(path).items()
           if name.rsplit(".", 1)[0] in ("run", "utils.run")}
+
+
+def run_parameter(name: str, default=None):
+  """utils.run's `name` as the running launch's gin config binds it, through macros
+  (`%SPLIT`, `%DECODING_LENGTHS`), or `default` where nothing binds it."""
+  import gin  # pylint: disable=g-import-not-at-top
+  try:
+    value = gin.query_parameter(f"utils.run.{name}")
+  except ValueError:
+    return default
+  while isinstance(value, gin.config.ConfigurableReference) and value.evaluate:
+    value = gin.query_parameter(f"{value.scoped_selector}.value")  # a macro: SPLIT/macro
+  return value
 
 
 def per_step(model_dir: str) -> dict:

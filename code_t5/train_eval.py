@@ -4,8 +4,9 @@ the learning rate lowered when the metric stops improving, and an early stop.
 `gin_configs/train_and_eval.gin`, composed after the model file of a training run, makes
 mesh-tf's training step function (`utils.run.train_model_fn`) `train_and_evaluate`: it trains
 to the next multiple of EVAL_EVERY steps (a checkpoint is saved there), decodes EVAL_EXAMPLES of
-SPLIT greedily with the same Estimator and scores them with the Tasks' metrics, exactly as
-`eval_full_line.gin` does in a launch of its own (TensorBoard: `<model_dir>/<split>_eval/`),
+SPLIT greedily with the same Estimator and scores them with the Tasks' metrics, as
+`eval_full_line.gin` does in a launch of its own (TensorBoard: `<model_dir>/<split>_eval/`) but
+over the training's window (the Estimator's; eval_full_line.gin reads DECODING_LENGTHS),
 then trains on, until `run.train_steps`, the time budget (`code_t5.train_budget`, counted over
 the whole run) or the early stop.
 
@@ -270,7 +271,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
   after the training's last step (its run.train_steps) or `idle_minutes` without a new one."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   idle_minutes, metric, task, min_delta = sibling_eval()
-  split = _run_parameter("dataset_split", "train")  # utils.run's default
+  split = summaries.run_parameter("dataset_split", "train")  # utils.run's default
   record = _open_record(model_dir, metric, task, split)
   evaluated = {e["step"] for e in record["evals"]}
   last_new = time.monotonic()
@@ -325,19 +326,8 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
 _GET_CHECKPOINT_ITERATOR = None
 
 
-def _run_parameter(name, default=None):
-  """utils.run's `name` as bound in gin, through macros (%SPLIT), or `default`."""
-  try:
-    value = gin.query_parameter(f"utils.run.{name}")
-  except ValueError:
-    return default
-  while isinstance(value, gin.config.ConfigurableReference) and value.evaluate:
-    value = gin.query_parameter(f"{value.scoped_selector}.value")  # a macro: SPLIT/macro
-  return value
-
-
 def _mode():
-  return _run_parameter("mode")
+  return summaries.run_parameter("mode")
 
 
 def install() -> None:

@@ -20,6 +20,8 @@
     mesh_tensorflow.transformer.utils.get_checkpoint_iterator -> train_eval: an eval with
         CHECKPOINT_STEP = None evaluates new checkpoints until the training's last (a sibling
         eval), keeping the best-checkpoint record, instead of waiting forever
+    mesh_tensorflow.transformer.utils.eval_model -> summaries: an eval records the lengths it
+        read (<split>_eval/sequence_length.json), the window copy-window reads beside it
   under seqio's cache_tasks_main only
     seqio_cache.clean_up_if_entry_point: Beam's beam-temp-* of the selected Tasks removed
 
@@ -36,6 +38,7 @@ from code_t5 import progress
 from code_t5 import score
 from code_t5 import seqio_cache
 from code_t5 import startup
+from code_t5 import summaries
 from code_t5 import tasks
 from code_t5 import train_eval
 
@@ -58,4 +61,5 @@ def install() -> None:
     tasks.install()
     files.check_path_flags()
     train_eval.install()
+    summaries.install()
   seqio_cache.clean_up_if_entry_point()

@@ -56,7 +56,7 @@ import time
 
 import numpy as np
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command, params_literals
 MODEL_GIN = "models/causal_lm_dev.gin"
 LENGTHS_GIN = "sequence_lengths/dev.gin"  # the dev models' lengths and the prefix LM's rows
 TRAIN_MIXTURE = "flcc_python_causal"
@@ -213,10 +213,9 @@ def command_literals(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   """The literal bindings a launch of this bench gives mesh_transformer_main: LENGTHS_GIN's,
   the model file's (models/causal_lm_dev.gin sets 8 rows), `gin_files`' (--gin_file) and
   `gin_params`' (--gin_param) over them, in the order the run reads them."""
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
   return {**gin_literals(LENGTHS_GIN), **gin_literals(model_gin),
           **{k: v for f in gin_files for k, v in gin_literals(f).items()},
-          **summaries.literal_bindings_of("\n".join(gin_params))}
+          **params_literals(gin_params)}
 
 
 def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=()):
@@ -233,18 +232,15 @@ def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=
 
 
 def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
-  """(pieces, cache, window): how many pieces the model's decoding heals
-  (code_t5.token_healing.pieces, 0 where nothing binds it), its copy cache's options
-  (code_t5.copy_cache's bindings, its defaults elsewhere) and the input window it reads in
-  tokens (utils.run.sequence_length's inputs), as the command's bindings (command_literals)
-  give them to the eval: the peer and copy-window read so too. An eval-only launch can read
-  more than the run trained on (--gin_param="utils.run.sequence_length = ...")."""
+  """(pieces, cache): how many pieces the model's decoding heals (code_t5.token_healing.pieces,
+  0 where nothing binds it) and its copy cache's options (code_t5.copy_cache's bindings, its
+  defaults elsewhere), as the command's bindings (command_literals) give them to the eval: the
+  peer decodes so too. (The window the eval read is its own record: baselines.compare.)"""
   from code_t5 import copy_cache  # pylint: disable=g-import-not-at-top
   literals = command_literals(model_gin, gin_files, gin_params)
   cache = {key.rsplit(".", 1)[1]: value for key, value in literals.items()
            if key.startswith("code_t5.copy_cache.")}
-  return (literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache),
-          literals["utils.run.sequence_length"]["inputs"])
+  return literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache)
 
 
 def copy_probe(windows, targets, completions):
@@ -463,8 +459,8 @@ def main():
   del tasks  # registers the Tasks
   seqio.set_tfds_data_dir_override(args.data_dir)
   print("the baselines on the same examples ...", file=sys.stderr, flush=True)
-  heal, cache, window = decoding_options(args.model_gin, args.gin_file, args.gin_param)
-  report = baselines.compare(args.model_dir, EVAL_TASK, args.split, input_length=window)
+  heal, cache = decoding_options(args.model_gin, args.gin_file, args.gin_param)
+  report = baselines.compare(args.model_dir, EVAL_TASK, args.split)
   completions, targets = report["completions"], report["targets"]
   features = seqio.get_mixture_or_task(EVAL_TASK).output_features
   examples = baselines.task_examples(EVAL_TASK, args.split, len(targets))
@@ -500,10 +496,15 @@ def main():
     # The peer's points, kept across a --resume as its checkpoint is.
     peer_curve_path = os.path.join(args.model_dir, "peer",
                                    f"curve{split_suffix(args.split)}.json")
+    # Kept with the decoding they were made by: another window, healing or cache scores again.
+    decoding = {"window": report["input_length"], "max_new": max_new, "heal": heal,
+                "cache": cache}
     peer_completions = {}
     if os.path.exists(peer_curve_path):
       with open(peer_curve_path) as f:
-        peer_completions = {int(k): v for k, v in json.load(f).items()}
+        kept = json.load(f)
+      if kept.get("decoding") == decoding:
+        peer_completions = {int(k): v for k, v in kept["completions"].items()}
 
     def score_peer(at, model, vocab, newline):
       print(f"the peer at step {at} on the same examples ...", file=sys.stderr, flush=True)
@@ -512,7 +513,7 @@ def main():
       # Before the peer's first checkpoint (every 100 steps) nothing has made its folder.
       os.makedirs(os.path.dirname(peer_curve_path), exist_ok=True)
       with open(peer_curve_path + ".tmp", "w") as f:
-        json.dump(peer_completions, f)
+        json.dump({"decoding": decoding, "completions": peer_completions}, f)
       os.replace(peer_curve_path + ".tmp", peer_curve_path)
     peer, vocab, newline, _, peer_wall = train_peer(args.model_dir, step, rows, context,
                                                     EVAL_TASK, at_steps, score_peer)

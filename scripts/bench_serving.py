@@ -13,7 +13,8 @@ For the latest checkpoint of --model_dir (a model of --gin_file, default the dev
 2. For each SavedModel and each --threads count, in a process of its own that holds only
    TensorFlow and tensorflow_text (as a serving client would, its intra- and inter-op threads
    set to that count): the seconds to load it, the first call (graph set-up) on its own, then
-   one call per prefix: --calls prefixes of each length class of the model's input window,
+   one call per prefix: --calls prefixes of each length class of the window the export reads
+   (decoding_lengths.gin),
      short   under a quarter of the window
      medium  a quarter of the window to all of it
      full    longer than the window (the export keeps its last lines that fit)
@@ -26,7 +27,7 @@ Prints a table and writes JSON (--json). The latency of a generated completion g
 length: `read` is the floor, and the line's length and the decoding do the rest.
 
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/rows8 --json=runs/serving_dev.json
-  .venv/bin/python scripts/bench_serving.py --model_dir=runs/tiny \\
+  .venv/bin/python scripts/bench_serving.py --model_dir=runs/tiny --gin_file=models/tiny.gin \\
       --saved_model=greedy=runs/tiny_export/1234 --threads=1 --calls=2   # the tests' mode
 """
 
@@ -40,7 +41,7 @@ import time
 
 import numpy as np
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, launch_lengths, mesh_main_command
 
 MODEL_GIN = "models/causal_lm_dev.gin"
 MIXTURE = "flcc_python_causal"  # the export reads its vocabulary; the dev model's mixture
@@ -81,16 +82,6 @@ def decodings(beams):
   for k in beams:
     out[f"beam{k}"] = (["beam_search.gin"], [f"code_t5.prefix_lm_beam_search.beam_size = {k}"])
   return out
-
-
-def sequence_length(model_dir):
-  """The inputs and targets lengths the model was trained with (its operative_config.gin)."""
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
-  lengths = summaries.run_bindings(model_dir).get("sequence_length")
-  if not lengths:
-    sys.exit(f"bench_serving: {model_dir} holds no operative_config.gin with "
-             "utils.run.sequence_length: give the model dir of a training run")
-  return lengths
 
 
 def export(model_dir, data_dir, gin_files, gin_params, export_root, name, extra_files,
@@ -196,13 +187,18 @@ def main(argv=None):
                       help="the model's MIXTURE_NAME (its vocabulary is the export's)")
   parser.add_argument("--saved_model", action="append", default=[],
                       help="NAME=PATH of a SavedModel export mode wrote: measured as it is, "
-                           "with no exports of its own (--model_dir still gives the lengths)")
+                           "with no exports of its own (give the --gin_file's it was "
+                           "exported with: they give the window its prefixes are classed by)")
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)
   beams = [int(k) for k in args.beams.split(",") if k.strip()]
   threads = [int(t) for t in args.threads.split(",") if t.strip()]
   gin_files = [args.model_gin, *args.gin_file]
-  lengths = sequence_length(args.model_dir)
+  # The window the exports read (decoding_lengths.gin), as export.gin gives it after the files.
+  lengths = launch_lengths([*gin_files, "export.gin"], args.gin_param)
+  if not lengths:
+    sys.exit(f"bench_serving: {' '.join(gin_files)} and export.gin set no DECODING_LENGTHS "
+             "(sequence_lengths/*.gin set it): give the model's gin files")
   export_root = args.export_root or tempfile.mkdtemp(prefix="bench_serving_")
   if args.saved_model:
     export_root = None

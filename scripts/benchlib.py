@@ -2,6 +2,7 @@
 mesh_transformer_main as users run it."""
 
 import os
+import re
 import sys
 
 # The checkout the script was started from, as typed: Python resolves symlinks in an imported
@@ -23,6 +24,28 @@ def gin_literals(path):
   for included in summaries.included_files(full_path):
     literals.update(gin_literals(included))
   return {**literals, **summaries.literal_bindings(full_path)}
+
+
+def params_literals(gin_params):
+  """The literal bindings of --gin_param's, in order, an `include` among them as gin_literals
+  reads the file."""
+  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  literals = {}
+  for param in gin_params:
+    included = re.fullmatch(r"\s*include\s+['\"](.+)['\"]\s*", param)
+    literals.update(gin_literals(included.group(1)) if included
+                    else summaries.literal_bindings_of(param))
+  return literals
+
+
+def launch_lengths(gin_files, gin_params=()):
+  """utils.run.sequence_length of a launch with these --gin_file's, then --gin_param's, as gin
+  resolves it: a mode file's decoding_lengths.gin binds it to DECODING_LENGTHS (gin_literals
+  gives that binding, a macro's value, as None), a later binding replaces it."""
+  literals = {k: v for f in gin_files for k, v in gin_literals(f).items()}
+  literals.update(params_literals(gin_params))
+  lengths = literals.get("utils.run.sequence_length")
+  return literals.get("DECODING_LENGTHS") if lengths is None else lengths
 
 
 def mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags=(), program=None):

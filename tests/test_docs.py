@@ -40,6 +40,7 @@ RATIOS = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
 TRAIN_STEPS = 6  # GENTLE_INTRO's 600 steps: two of the tiny model's checkpoints (every 3)
 FINETUNE_STEPS = 5
 EVAL_EXAMPLES = 10  # not a multiple of the tiny model's batch of 4: the last batch is padded
+EVAL_LENGTHS = {"inputs": 96, "targets": 16}
 DEV_FILES = 150  # of the stdlib's, for the dev tree: enough for every split, and quick
 
 # (doc, what it says, what the test runs): fixture data for the real dataset, fewer steps.
@@ -68,9 +69,12 @@ SUBSTITUTIONS = [
     ("GENTLE_INTRO.md", "EVAL_EVERY = 200", "EVAL_EVERY = 3"),
     ("GENTLE_INTRO.md", "--gin_file=train_and_eval.gin",
      f"--gin_file=train_and_eval.gin --gin_param=\"EVAL_EXAMPLES = {EVAL_EXAMPLES}\""),
+    # A decoding window past the training's (tiny.gin's 64 inputs), as the dev model's.
     ("GENTLE_INTRO.md", "--gin_file=eval_full_line.gin",
      "--gin_file=eval_full_line.gin "
-     f"--gin_param=\"EVAL_EXAMPLES = {EVAL_EXAMPLES}\""),
+     f"--gin_param=\"EVAL_EXAMPLES = {EVAL_EXAMPLES}\" "
+     "--gin_param=\"DECODING_LENGTHS = {{'inputs': %d, 'targets': %d}}\"" % (
+         EVAL_LENGTHS["inputs"], EVAL_LENGTHS["targets"])),  # braces doubled: str.format
 ]
 # Blocks that CI runs with the tiny model, in a model dir of its own: README's base model
 # (88M parameters; its first step alone took 43 s of a 2-core Zen 3, the block 110 s of CI's
@@ -237,6 +241,9 @@ def check_eval(ws, proc):
   assert rows["model"] == [pytest.approx(metrics[f"flcc_python_full_line/{n}"]["value"], abs=0.01)
                            for n in names]
   assert f"{EVAL_EXAMPLES} validation examples of flcc_python_full_line" in proc.stdout
+  # The eval recorded the window it read, and copy-window read that one, not the training's.
+  assert summaries.eval_lengths(model_dir) == EVAL_LENGTHS
+  assert f"copy-window reads the model's {EVAL_LENGTHS['inputs']}-token window" in proc.stdout
 
 
 def check_train_and_eval(ws, proc):

@@ -336,10 +336,13 @@ def test_the_serving_bench_measures_the_export(decoded, trained_model_dir, flcc_
   proc = subprocess.run(
       [sys.executable, os.path.join(REPO_ROOT, "scripts", "bench_serving.py"),
        f"--model_dir={trained_model_dir}", f"--data_dir={flcc_data_dir}",
+       "--gin_file=models/tiny.gin",
        f"--saved_model=greedy={saved_model}", "--threads=1", "--calls=2", f"--json={out}"],
       cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
   assert proc.returncode == 0, proc.stderr[-3000:]
   report = json.loads(out.read_text())
+  # The window the export read, by which the prefixes are classed: tiny.gin's.
+  assert report["sequence_length"] == {"inputs": 64, "targets": 16}
   [result] = report["results"]
   assert (result["decoding"], result["threads"]) == ("greedy", 1)
   found = {c: n for c, n in report["prefixes"].items() if n}

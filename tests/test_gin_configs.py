@@ -94,11 +94,51 @@ def test_the_dev_model_decodes_with_the_copy_cache_and_its_peer_too():
   _parse("models/shared-prefix_lm_dev.gin")
   assert copy_cache.copy_cache()["weight"] == 0.0
   gin.clear_config()
-  assert bench_learning.decoding_options() == (3, copy_cache.copy_cache(weight=0.5), 128)
-  assert bench_learning.decoding_options(gin_params=[
-      "code_t5.copy_cache.weight = 0.0",
-      "utils.run.sequence_length = {'inputs': 480, 'targets': 32}"])[1:] == (
-          copy_cache.copy_cache(weight=0.0), 480)
+  assert bench_learning.decoding_options() == (3, copy_cache.copy_cache(weight=0.5))
+  assert bench_learning.decoding_options(gin_params=["code_t5.copy_cache.weight = 0.0"]) == (
+      3, copy_cache.copy_cache(weight=0.0))
+
+
+def _sequence_length():
+  value = gin.query_parameter("utils.run.sequence_length")
+  if isinstance(value, gin.config.ConfigurableReference):  # %DECODING_LENGTHS
+    value = gin.query_parameter(f"{value.scoped_selector}.value")
+  return value
+
+
+DEV_TRAINING = {"inputs": 128, "targets": 32}
+TINY = {"inputs": 64, "targets": 16}
+
+
+@pytest.mark.parametrize("files, params, lengths", [
+    (["models/causal_lm_dev.gin"], [], DEV_TRAINING),
+    (["models/causal_lm_dev.gin", "train_and_eval.gin"], [], DEV_TRAINING),
+    (["models/causal_lm_dev.gin", "perplexity_eval.gin"], [], DEV_TRAINING),
+    (["models/causal_lm_dev.gin", "eval_full_line.gin"], [], {"inputs": 480, "targets": 32}),
+    (["models/causal_lm_dev.gin", "infer_full_line.gin", "beam_search.gin"], [],
+     {"inputs": 480, "targets": 32}),
+    (["models/causal_lm_dev.gin", "score.gin"], [], {"inputs": 480, "targets": 32}),
+    (["models/causal_lm_dev.gin", "export.gin"], [], {"inputs": 480, "targets": 32}),
+    (["models/shared-prefix_lm_dev.gin", "eval_full_line.gin"], [], DEV_TRAINING),
+    (["models/shared-prefix_lm.gin", "export.gin"], [], {"inputs": 512, "targets": 128}),
+    # tiny.gin before the mode file (as the docs' tests place it) and after it.
+    (["models/causal_lm_dev.gin", "models/tiny.gin", "eval_full_line.gin"], [], TINY),
+    (["models/causal_lm_dev.gin", "eval_full_line.gin"], ["include 'models/tiny.gin'"], TINY),
+    (["models/causal_lm_dev.gin", "eval_full_line.gin"],
+     ["utils.run.sequence_length = {'inputs': 1024, 'targets': 32}"],
+     {"inputs": 1024, "targets": 32}),
+    (["models/causal_lm_dev.gin", "export.gin"],
+     ["DECODING_LENGTHS = {'inputs': 256, 'targets': 32}"], {"inputs": 256, "targets": 32}),
+])
+def test_training_reads_its_window_and_decoding_the_models_own(files, params, lengths):
+  """Eval, infer, score and export read DECODING_LENGTHS (decoding_lengths.gin): the causal
+  dev model's 480 input tokens, the training's elsewhere; training, perplexity eval and
+  train-and-eval's evals the training's; a later binding wins. The benches' reading of the
+  same files (benchlib.launch_lengths, the serving bench's window) agrees with gin's."""
+  import benchlib  # pylint: disable=g-import-not-at-top
+  _parse(*files, bindings=params)
+  assert _sequence_length() == lengths
+  assert benchlib.launch_lengths(files, params) == lengths
 
 
 def test_mode_files_resolve_from_any_working_directory_without_a_location_prefix(
