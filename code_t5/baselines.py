@@ -159,8 +159,8 @@ def copy_next_line(prefix: str) -> str:
 
 def eval_steps(model_dir: str, task: str, split: str = "validation") -> List[int]:
   """The checkpoint steps whose full-line eval of `task` is in `model_dir`, in order."""
-  from code_t5 import files  # pylint: disable=g-import-not-at-top
-  prefix = os.path.join(model_dir, f"{split}_eval", task)
+  from code_t5 import files, summaries  # pylint: disable=g-import-not-at-top
+  prefix = os.path.join(summaries.eval_dir(model_dir, split), task)
   return sorted(int(path[len(prefix) + 1:-len("_predictions")])
                 for path in files.glob(f"{prefix}_*_predictions")
                 if path[len(prefix) + 1:-len("_predictions")].isdigit())
@@ -169,8 +169,8 @@ def eval_steps(model_dir: str, task: str, split: str = "validation") -> List[int
 def eval_outputs(model_dir: str, task: str, split: str = "validation", step=None):
   """(step, targets, predictions) of the eval of `task` in `model_dir` at `step` (default:
   the latest)."""
-  from code_t5 import files  # pylint: disable=g-import-not-at-top
-  prefix = os.path.join(model_dir, f"{split}_eval", task)
+  from code_t5 import files, summaries  # pylint: disable=g-import-not-at-top
+  prefix = os.path.join(summaries.eval_dir(model_dir, split), task)
   steps = eval_steps(model_dir, task, split)
   if not steps or (step is not None and step not in steps):
     raise FileNotFoundError(f"{prefix}_{step or '<step>'}_predictions: no full-line eval of "

@@ -28,21 +28,22 @@ def train_eval_record(model_dir: str):
   return json.loads(files.read_text(path)) if files.exists(path) else None
 
 
-# The lengths an eval read, in its eval dir (`record_eval_lengths`): a decoding can read a longer
+# The lengths an eval read, in its eval dir (written by `install`'s eval_model): a decoding can read a longer
 # window than the training's (gin_configs/decoding_lengths.gin), and copy-window reads the same.
 EVAL_LENGTHS = "sequence_length.json"
+
+
+def eval_dir(model_dir: str, split: str = "validation") -> str:
+  """Where mesh-tf's eval_model writes an eval of `split` (its metrics' events, the inputs,
+  targets and each step's predictions) when no eval_summary_dir or suffix is given."""
+  return os.path.join(model_dir, f"{split}_eval")
 
 
 def eval_lengths(model_dir: str, split: str = "validation"):
   """utils.run.sequence_length of the latest full-line eval of `split` in `model_dir`, or None
   (an eval from before the record was kept)."""
-  path = os.path.join(model_dir, f"{split}_eval", EVAL_LENGTHS)
+  path = os.path.join(eval_dir(model_dir, split), EVAL_LENGTHS)
   return json.loads(files.read_text(path)) if files.exists(path) else None
-
-
-def record_eval_lengths(eval_dir: str, sequence_length: dict) -> None:
-  files.makedirs(eval_dir)
-  files.write_atomically(os.path.join(eval_dir, EVAL_LENGTHS), json.dumps(sequence_length))
 
 
 _EVAL_MODEL = None
@@ -59,10 +60,10 @@ def install() -> None:
   def eval_model(estimator, vocabulary, sequence_length, batch_size, dataset_split, model_dir,
                  eval_dataset_fn, eval_summary_dir, *args, **kwargs):
     if sequence_length is not None:  # None: mesh-tf's longest example, found as it reads them
-      eval_dir = eval_summary_dir or os.path.join(model_dir, f"{dataset_split}_eval")
+      written_to = eval_summary_dir or eval_dir(model_dir, dataset_split)
       if kwargs.get("eval_dir_suffix") is not None:  # as eval_model names its dir
-        eval_dir += f"_{kwargs['eval_dir_suffix']}"
-      record_eval_lengths(eval_dir, sequence_length)
+        written_to += f"_{kwargs['eval_dir_suffix']}"
+      files.write_atomically(os.path.join(written_to, EVAL_LENGTHS), json.dumps(sequence_length))
     return _EVAL_MODEL(estimator, vocabulary, sequence_length, batch_size, dataset_split,
                        model_dir, eval_dataset_fn, eval_summary_dir, *args, **kwargs)
   mtf_utils.eval_model = eval_model
@@ -174,7 +175,7 @@ def per_step(model_dir: str) -> dict:
 
 def summarize(model_dir: str, split: str = "validation") -> dict:
   train = read_scalars(model_dir)
-  evals = read_scalars(os.path.join(model_dir, f"{split}_eval"))
+  evals = read_scalars(eval_dir(model_dir, split))
   summary = {"model_dir": model_dir}
   loss = sorted(train.get("loss", []))
   if loss:
@@ -206,7 +207,7 @@ def plot(model_dir: str, path: str, split: str = "validation") -> None:
   matplotlib.use("Agg")  # no display: a file only
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
   train = read_scalars(model_dir)
-  evals = read_scalars(os.path.join(model_dir, f"{split}_eval"))
+  evals = read_scalars(eval_dir(model_dir, split))
   figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
   for tag in LOSS_TAGS:
     if tag in train:

@@ -225,7 +225,7 @@ def train_and_evaluate(estimator, vocabulary, sequence_length, batch_size, train
   global _lr_factor
   model_dir = estimator.model_dir
   record = _open_record(model_dir, metric, task, split)
-  eval_dir = os.path.join(model_dir, f"{split}_eval")
+  eval_dir = summaries.eval_dir(model_dir, split)
 
   def evaluate(step):
     nonlocal record
@@ -312,7 +312,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
                    f"keep_checkpoint_max before it could be copied ({rotated} so far): {e}")
       continue
     yield os.path.join(pinned, os.path.basename(path))
-    value = metric_value(summaries.read_scalars(os.path.join(model_dir, f"{split}_eval")),
+    value = metric_value(summaries.read_scalars(summaries.eval_dir(model_dir, split)),
                          step, metric, task)
     record = update_record(model_dir, record, step, value, min_delta, checkpoint_dir=pinned)
     files.rmtree(pinned)
