@@ -117,12 +117,11 @@ def literal_bindings(path: str) -> dict:
   return literal_bindings_of(files.read_text(path))
 
 
-def included_files(path: str) -> list:
-  """The files the gin file at `path` includes, in order, as written."""
+def included_files_of(text: str) -> list:
+  """The files gin text (a file's, or a --gin_param's) includes, in order, as written."""
   from gin import config_parser  # pylint: disable=g-import-not-at-top
   return [statement.filename
-          for statement in config_parser.ConfigParser(io.StringIO(files.read_text(path)),
-                                                      _Literals())
+          for statement in config_parser.ConfigParser(io.StringIO(text), _Literals())
           if isinstance(statement, config_parser.IncludeStatement)]
 
 

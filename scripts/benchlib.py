@@ -2,7 +2,6 @@
 mesh_transformer_main as users run it."""
 
 import os
-import re
 import sys
 
 # The checkout the script was started from, as typed: Python resolves symlinks in an imported
@@ -17,25 +16,27 @@ def gin_literals(path):
   and of the files it includes, as gin applies them (an include's first, the file's own
   over them): {"utils.run.sequence_length": {...}, "d_model": 256, ...}."""
   import code_t5  # pylint: disable=g-import-not-at-top
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  from code_t5 import files  # pylint: disable=g-import-not-at-top
   # The files the run reads: gin's search path, not REPO (a pytest's argv[0] is not a script).
-  full_path = os.path.join(code_t5.gin_configs_dir(), path)
-  literals = {}
-  for included in summaries.included_files(full_path):
-    literals.update(gin_literals(included))
-  return {**literals, **summaries.literal_bindings(full_path)}
+  return _text_literals(files.read_text(os.path.join(code_t5.gin_configs_dir(), path)))
 
 
 def params_literals(gin_params):
   """The literal bindings of --gin_param's, in order, an `include` among them as gin_literals
   reads the file."""
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
   literals = {}
   for param in gin_params:
-    included = re.fullmatch(r"\s*include\s+['\"](.+)['\"]\s*", param)
-    literals.update(gin_literals(included.group(1)) if included
-                    else summaries.literal_bindings_of(param))
+    literals.update(_text_literals(param))
   return literals
+
+
+def _text_literals(text):
+  """gin_literals of gin text: its includes' first, its own bindings over them."""
+  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  literals = {}
+  for included in summaries.included_files_of(text):
+    literals.update(gin_literals(included))
+  return {**literals, **summaries.literal_bindings_of(text)}
 
 
 def launch_lengths(gin_files, gin_params=()):
