@@ -1,32 +1,47 @@
 # The two commands of the README:
 #   make smoke   dev dataset + vocabulary, train the dev model, evaluate it, print metrics
 #   make test    the test suite (make test-all: also the soaks)
-# Both create .venv from the lock first if it is missing or older than the lock.
+# Both create .venv from the lock first if it is missing, older than the lock, or made from
+# another lock. Everything comes from the package registries (PyPI) alone.
 
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
 # requirements/gpu.lock on an NVIDIA GPU host (see README, "Other hosts").
 LOCK ?= requirements/cpu.lock
 UV_VERSION := 0.13.9
-# The machines keep a CPU build of torch here; pip finds it through its own config, uv needs it named.
-FIND_LINKS ?= /opt/wheels
-UV_FIND_LINKS := $(if $(wildcard $(FIND_LINKS)),--find-links $(FIND_LINKS),)
+# torch, for the GPT peer and the throughput bench alone (`make torch`): PyPI's build.
+TORCH_LOCK := requirements/torch.lock
+# One stamp per lock, so that `make venv LOCK=...` re-syncs a venv made from another lock.
+INSTALLED := $(VENV)/.installed-$(notdir $(LOCK))
 
-.PHONY: venv smoke test test-all bench lock
+.PHONY: venv torch smoke test test-all bench lock
 
-venv: $(VENV)/.installed
+venv: $(INSTALLED)
 
 # The shim is copied into site-packages (not linked like code_t5/): a change to it reinstalls.
 # --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set (as on this project's machines), no
 # process writes .pyc files, and each one compiled TensorFlow, t5 and Beam from source again:
 # importing the stack took 17.2 s, 7.7 s with the bytecode compiled once here (2-core Zen 1).
-$(VENV)/.installed: $(LOCK) pyproject.toml _code_t5_mtf_shim.py code_t5_mtf_shim.pth
+# uv sync removes what the lock does not list (torch too: `make torch` puts it back).
+$(INSTALLED): $(LOCK) pyproject.toml _code_t5_mtf_shim.py code_t5_mtf_shim.pth
+	@scripts/check_prerequisites $(PYTHON) $(VENV)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet uv==$(UV_VERSION)
-	$(VENV)/bin/uv pip sync --python $(PY) --compile-bytecode $(UV_FIND_LINKS) $(LOCK)
-	$(VENV)/bin/uv pip install --python $(PY) --no-deps -e .
+	test -x $(UV) || $(PY) -m pip install --quiet uv==$(UV_VERSION)
+	$(UV) pip sync --python $(PY) --compile-bytecode $(LOCK)
+	$(UV) pip install --python $(PY) --no-deps -e .
 	$(PY) scripts/check_env.py
+	rm -f $(VENV)/.installed-* $(VENV)/.torch
+	touch $@
+
+# --no-config: pyproject.toml's overrides, which leave torch out of the main lock, stay out of
+# this one. --no-deps: the lock is the whole set (resolving again would trip on torch's
+# setuptools>=77, which requirements/torch.overrides explains).
+torch: $(VENV)/.torch
+$(VENV)/.torch: $(TORCH_LOCK) $(INSTALLED)
+	$(UV) pip install --no-config --python $(PY) --compile-bytecode --no-deps -r $(TORCH_LOCK)
+	$(PY) -c "import torch; print('torch', torch.__version__)"
 	touch $@
 
 smoke: venv
@@ -44,13 +59,15 @@ test: venv
 test-all: venv
 	$(PYTEST) -m "soak or not soak" $(PYTEST_ARGS)
 
-# Throughput vs HF T5, start-up, memory, and learning vs baselines (about 75 min, idle machine).
+# Throughput vs HF T5 (torch: `make torch` first), start-up, memory, learning vs baselines and
+# serving (about 90 min, idle machine).
 bench: venv
 	scripts/bench
 
-# Re-resolve both locks after changing pyproject.toml.
-UV_COMPILE = $(VENV)/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 \
-	  --python-platform x86_64-manylinux_2_28 $(UV_FIND_LINKS)
+# Re-resolve the locks after changing pyproject.toml or requirements/torch.in.
+UV_COMPILE = $(UV) pip compile --python-version 3.11 --python-platform x86_64-manylinux_2_28
 lock: venv
-	$(UV_COMPILE) -o requirements/cpu.lock
-	$(UV_COMPILE) --extra gpu -o requirements/gpu.lock
+	$(UV_COMPILE) pyproject.toml --extra dev -o requirements/cpu.lock
+	$(UV_COMPILE) pyproject.toml --extra dev --extra gpu -o requirements/gpu.lock
+	$(UV_COMPILE) --no-config requirements/torch.in -c requirements/cpu.lock \
+	  --override requirements/torch.overrides -o requirements/torch.lock

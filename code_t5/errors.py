@@ -22,8 +22,23 @@ import sys
 ENTRY_POINTS = ("t5.models.mesh_transformer_main", "seqio.scripts.cache_tasks_main")
 TRACEBACK_ENV = "CODE_T5_TRACEBACK"
 MAX_CHARS = 400
-# gin.finalize() on a `MIXTURE_NAME` or `INPUT_FILE = %gin.REQUIRED` that nothing set.
-_REQUIRED_MACRO = re.compile(r"(\w+)/macro\.value set to `%gin\.REQUIRED` but not subsequently")
+# TF's words when a checkpoint's variables do not fit the graph the gin files built.
+_RESTORE_MISMATCH = "Restoring from checkpoint failed."
+_SHAPES = re.compile(r"lhs shape= (\[[^\]]*\]) rhs shape= (\[[^\]]*\])")
+_NOT_FOUND = re.compile(r"Key (\S+) not found in checkpoint")
+
+
+def _restore_mismatch(text: str) -> str:
+  """One line for TF's failed restore: which variable differs, and what to do."""
+  shapes, missing = _SHAPES.search(text), _NOT_FOUND.search(text)
+  if shapes:
+    what = f"a variable is {shapes.group(2)} in the checkpoint and {shapes.group(1)} here"
+  elif missing:
+    what = f"{missing.group(1)} is not in the checkpoint"
+  else:
+    what = "its variables differ from the graph's"
+  return (f"the checkpoint does not fit the model these gin files build ({what}): launch with "
+          "the model's gin files as it was trained (its model dir's operative_config.gin)")
 
 
 def one_line(error: BaseException) -> str:
@@ -33,11 +48,11 @@ def one_line(error: BaseException) -> str:
   ...>)", or "In bindings string line 3" / "In file ..., line 7" followed by the binding.
   """
   lines = [line.strip() for line in str(error).strip().splitlines()]
-  required = _REQUIRED_MACRO.match(lines[0]) if lines else None
-  if required:
-    name = required.group(1)
-    return (f"{type(error).__name__}: {name} must be set: the run's gin files require it "
-            f"(--gin_param=\"{name} = ...\")")
+  if lines and lines[0].startswith(_RESTORE_MISMATCH):
+    return f"{type(error).__name__}: {_restore_mismatch(str(error))}"
+  if isinstance(error, SyntaxError) and error.text:  # gin's parser: name the binding
+    where = error.filename or "--gin_param"
+    return f"SyntaxError: {error.msg} ({where}: {error.text.strip()})"
   text = f"{type(error).__name__}: {lines[0]}" if lines and lines[0] else type(error).__name__
   for i, line in enumerate(lines[1:], 1):
     if line.startswith("In call to configurable"):

@@ -55,10 +55,56 @@ def checkpoint_step(checkpoint_path: str) -> int:
   return int(checkpoint_path.rsplit("-", 1)[1])
 
 
+def latest_checkpoint(model_dir: str):
+  """The checkpoint `model_dir`'s `checkpoint` file names (its path prefix), or None."""
+  with storage_errors(model_dir):
+    return _tf().train.latest_checkpoint(model_dir)
+
+
 def latest_checkpoint_step(model_dir: str):
   """The step of the checkpoint `model_dir`'s `checkpoint` file names, or None."""
-  path = _tf().train.latest_checkpoint(model_dir)
+  path = latest_checkpoint(model_dir)
   return checkpoint_step(path) if path else None
+
+
+def checkpoint_steps(model_dir: str) -> list:
+  """The steps of the checkpoints in `model_dir` that have an index, ascending."""
+  return sorted(checkpoint_step(path[:-len(".index")])
+                for path in glob(os.path.join(model_dir, "model.ckpt-*.index")))
+
+
+def checkpoint_problem(prefix: str):
+  """Why the checkpoint at `prefix` (`.../model.ckpt-N`) cannot be restored, in a line that
+  names the file, or None. Its index lists every tensor; a data file shorter than the bytes
+  the index lists (a copy interrupted) is found here, not as an OutOfRangeError in TF's
+  restore. Tensors of strings have no fixed size, and are not counted."""
+  tf = _tf()
+  if not exists(prefix + ".index"):
+    return f"{prefix}.index: missing, so there is no checkpoint at {prefix}"
+  try:
+    reader = tf.train.load_checkpoint(prefix)
+  except tf.errors.OpError as e:
+    return f"{prefix}.index: cannot be read ({first_line(e)}): copy the checkpoint again"
+  shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+  if any(dtype == tf.string for dtype in dtypes.values()):
+    return None
+  listed = 0
+  for name, shape in shapes.items():
+    count = 1
+    for size in shape:
+      count *= size
+    listed += count * dtypes[name].size
+  data = glob(prefix + ".data-*-of-*")
+  shards = int(data[0].rsplit("-of-", 1)[1]) if data else 1
+  if len(data) < shards:
+    return (f"{prefix}: {shards - len(data)} of its {shards} data files missing "
+            f"({prefix}.data-*-of-{shards:05d}): copy the checkpoint again")
+  with storage_errors(prefix):
+    held = sum(tf.io.gfile.stat(path).length for path in data)
+  if held < listed:
+    return (f"{prefix}: cut short: its data files hold {held} of the {listed} bytes its index "
+            "lists (an interrupted copy?): copy the checkpoint again, or use another step")
+  return None
 
 
 def bucket_of(path: str):

@@ -237,19 +237,33 @@ def _predict(estimator, input_fn, *args, **kwargs):
   ones (score mode)."""
   seconds, _ = progress()
   start = last = time.monotonic()
-  count, verb = 0, "decoded"
+  count, padding, verb = 0, 0, "decoded"
   for result in _TF_PREDICT(estimator, input_fn, *args, **kwargs):
     if count == 0 and isinstance(result, dict) and "scores" in result:
       verb = "scored"
+    # mesh-tf pads the last batch with empty rows: examples end where the padding begins.
+    padding = padding + 1 if _is_padding(result) else 0
     count += 1
     yield result
     now = time.monotonic()
     if seconds and now - last >= seconds:
       last = now
       say(f"{verb} {count} examples ({count / (now - start):.1f}/s)")
+  count -= padding
   elapsed = time.monotonic() - start
   rate = f" ({count / elapsed:.1f}/s)" if elapsed > 0 else ""
   say(f"{verb} {count} examples in {duration(elapsed)}{rate}")
+
+
+def _is_padding(result) -> bool:
+  """A row of the zeros mesh-tf pads a last batch with: its inputs empty (b"" once the graph
+  detokenized them, else all ids 0). A result without inputs counts as an example."""
+  inputs = result.get("inputs") if isinstance(result, dict) else None
+  if inputs is None:
+    return False
+  if isinstance(inputs, bytes):
+    return not inputs
+  return not any(int(i) for i in getattr(inputs, "flat", [inputs]))
 
 
 def install() -> None:

@@ -343,6 +343,38 @@ def install() -> None:
                               find_closest=True):
     if checkpoint_step is None and stop_after is None and _mode() == "eval":
       return new_checkpoints(model_dir, skip_until)
-    return _GET_CHECKPOINT_ITERATOR(checkpoint_step, model_dir, skip_until, stop_after,
-                                    find_closest)
+    steps = checkpoint_step if isinstance(checkpoint_step, (list, tuple)) else [checkpoint_step]
+    if all(isinstance(step, int) for step in steps):
+      return list(dict.fromkeys(chosen_checkpoint(step, model_dir) for step in steps))
+    return map(whole_checkpoint, _GET_CHECKPOINT_ITERATOR(
+        checkpoint_step, model_dir, skip_until, stop_after, find_closest))
   mtf_utils.get_checkpoint_iterator = get_checkpoint_iterator
+
+
+class CheckpointError(ValueError):
+  """The checkpoint a run asks for is not there, or not whole; the message names it."""
+
+
+def whole_checkpoint(path: str) -> str:
+  """`path`, a checkpoint prefix, if it can be restored; else a CheckpointError saying why."""
+  problem = files.checkpoint_problem(path)
+  if problem:
+    raise CheckpointError(problem)
+  return path
+
+
+def chosen_checkpoint(step: int, model_dir: str) -> str:
+  """The checkpoint of `step` in `model_dir` (-1: the latest), whole. mesh-tf would take the
+  closest step and say so only in its log; a step that is not there is an error here."""
+  steps = files.checkpoint_steps(model_dir)
+  if step == -1:
+    path = files.latest_checkpoint(model_dir)
+    if path is None:
+      raise CheckpointError(f"no checkpoint in {model_dir}: train there first, or give the "
+                            "--model_dir that holds the model")
+    return whole_checkpoint(path)
+  if step not in steps:
+    kept = ", ".join(map(str, steps)) if steps else "none"
+    raise CheckpointError(f"no checkpoint at step {step} in {model_dir}: steps {kept} "
+                          "(CHECKPOINT_STEP = -1 takes the latest)")
+  return whole_checkpoint(os.path.join(model_dir, f"model.ckpt-{step}"))

@@ -17,9 +17,13 @@
         (resumed, or train_and_evaluate's next segment: new cursors, not the first pass's)
     t5's path flags (--model_dir, --t5_tfds_data_dir, ...) -> files.check_path_flags: a gs://
         bucket that does not exist is one line before t5 makes the model dir
+    mesh_tensorflow.transformer.utils.parse_gin_defaults_and_flags -> launch_checks: the
+        parsed config checked before t5 reads it (a required macro unset, an unknown
+        MIXTURE_NAME, a step count that is no number, a missing vocabulary or checkpoint)
     mesh_tensorflow.transformer.utils.get_checkpoint_iterator -> train_eval: an eval with
         CHECKPOINT_STEP = None evaluates new checkpoints until the training's last (a sibling
-        eval), keeping the best-checkpoint record, instead of waiting forever
+        eval), keeping the best-checkpoint record, instead of waiting forever; a step that is
+        not there, or a checkpoint cut short, is an error instead of the closest step
     mesh_tensorflow.transformer.utils.eval_model -> summaries: an eval records the lengths it
         read (<split>_eval/sequence_length.json), the window copy-window reads beside it
   under seqio's cache_tasks_main only
@@ -34,6 +38,7 @@ upgrade of t5, seqio, mesh-tf or TensorFlow must check again.
 from code_t5 import decoding
 from code_t5 import errors
 from code_t5 import files
+from code_t5 import launch_checks
 from code_t5 import progress
 from code_t5 import score
 from code_t5 import seqio_cache
@@ -60,6 +65,7 @@ def install() -> None:
     progress.install()
     tasks.install()
     files.check_path_flags()
+    launch_checks.install()
     train_eval.install()
     summaries.install()
   seqio_cache.clean_up_if_entry_point()

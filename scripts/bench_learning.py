@@ -56,7 +56,8 @@ import time
 
 import numpy as np
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command, params_literals
+from benchlib import (DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command, params_literals,
+                      require_checkpoint, require_dataset)
 MODEL_GIN = "models/causal_lm_dev.gin"
 LENGTHS_GIN = "sequence_lengths/dev.gin"  # the dev models' lengths and the prefix LM's rows
 TRAIN_MIXTURE = "flcc_python_causal"
@@ -433,6 +434,7 @@ def main():
   args = parser.parse_args()
   if args.consensus and not args.line_search:
     parser.error("--consensus chooses among the line search's lines: give --line_search=K")
+  require_dataset("bench_learning", args.data_dir)
   rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
                                      args.gin_param)
   args.steps = args.steps or -(-args.tokens // (rows * context))
@@ -445,9 +447,7 @@ def main():
           file=sys.stderr, flush=True)
     train_wall = train(args.model_dir, args.data_dir, args.steps, args.gin_file,
                        args.gin_param, args.resume, args.mixture, args.model_gin)
-  step = last_checkpoint_step(args.model_dir)
-  if step is None:
-    sys.exit(f"bench_learning: no checkpoint in {args.model_dir}")
+  step = require_checkpoint("bench_learning", args.model_dir)
   at_steps = curve_steps(step, args.curve)
   print(f"full-line eval of steps {at_steps} ...", file=sys.stderr, flush=True)
   evaluate(args.model_dir, args.data_dir, args.examples, args.gin_file, args.gin_param,

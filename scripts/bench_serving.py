@@ -41,7 +41,8 @@ import time
 
 import numpy as np
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, launch_lengths, mesh_main_command
+from benchlib import (DEV_TFDS, QUIET_TF, REPO, launch_lengths, mesh_main_command,
+                      require_checkpoint, require_dataset)
 
 MODEL_GIN = "models/causal_lm_dev.gin"
 MIXTURE = "flcc_python_causal"  # the export reads its vocabulary; the dev model's mixture
@@ -202,6 +203,9 @@ def main(argv=None):
   export_root = args.export_root or tempfile.mkdtemp(prefix="bench_serving_")
   if args.saved_model:
     export_root = None
+  require_dataset("bench_serving", args.data_dir)
+  if not args.saved_model:
+    require_checkpoint("bench_serving", args.model_dir)
   prefixes = prefixes_by_length(args.data_dir, lengths["inputs"], args.calls)
   if args.saved_model:
     saved_models = dict(item.split("=", 1) for item in args.saved_model)

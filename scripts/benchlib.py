@@ -49,6 +49,24 @@ def launch_lengths(gin_files, gin_params=()):
   return literals.get("DECODING_LENGTHS") if lengths is None else lengths
 
 
+def require_dataset(script, data_dir, language="python"):
+  """Ends `script` in one line where flcc/<language> is not built in `data_dir`."""
+  from code_t5.data import builder  # pylint: disable=g-import-not-at-top
+  if builder.finished_builder(data_dir, language) is None:
+    sys.exit(f"{script}: {builder.builder_dir(data_dir, language)}: not built: run "
+             f"`python -m code_t5.data dev` for the dev data, or give --data_dir")
+
+
+def require_checkpoint(script, model_dir):
+  """The step of `model_dir`'s latest checkpoint; `script` ends in one line where it has none."""
+  from code_t5 import files  # pylint: disable=g-import-not-at-top
+  step = files.latest_checkpoint_step(model_dir)
+  if step is None:
+    sys.exit(f"{script}: no checkpoint in {model_dir}: train one there first, or give the "
+             "--model_dir that holds it")
+  return step
+
+
 def mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags=(), program=None):
   """t5's mesh_transformer_main with code_t5, as a user types it in REPO; `program` replaces
   `python -m t5.models.mesh_transformer_main`."""

@@ -202,10 +202,21 @@ class Emulator:
     self.server.wait(timeout=10)
 
 
+def missing_prerequisite():
+  """Why the emulator cannot run here (it needs root and unshare(1) for its /etc/hosts), or
+  None."""
+  if os.geteuid() != 0:
+    return "the GCS emulator needs root, for a mount namespace with its own /etc/hosts"
+  if shutil.which("unshare") is None:
+    return "the GCS emulator needs unshare(1) (util-linux), for its own /etc/hosts"
+  return None
+
+
 @contextlib.contextmanager
 def emulator(workdir):
-  if shutil.which("unshare") is None or os.geteuid() != 0:
-    raise RuntimeError("the GCS emulator needs root and unshare(1) for its /etc/hosts")
+  missing = missing_prerequisite()
+  if missing:
+    raise RuntimeError(missing)
   e = Emulator(workdir)
   try:
     yield e

@@ -178,6 +178,17 @@ def _layers():
           for layer, names in rows for name in re.findall(r"`([\w/]+)`", names)}
 
 
+def test_the_bad_input_table_is_the_tests_rows():
+  """CONTRIBUTING.md's "Bad input" table lists tests/test_bad_input.py's rows, in order, each
+  with the line its test expects."""
+  import test_bad_input  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO_ROOT, "CONTRIBUTING.md"), encoding="utf-8") as f:
+    section = f.read().split("\n## Bad input\n", 1)[1].split("\n## ", 1)[0]
+  table = [line for line in section.splitlines() if line.startswith("| ")][2:]
+  assert table == [test_bad_input.table_row(row) for row in test_bad_input.ROWS]
+  assert len(table) >= 25
+
+
 def test_every_module_imports_only_from_lower_layers():
   layers = _layers()
   modules = sorted(glob.glob(os.path.join(REPO_ROOT, "code_t5", "**", "*.py"), recursive=True))
@@ -226,6 +237,9 @@ def check_eval(ws, proc):
   [predictions] = glob.glob(os.path.join(model_dir, "validation_eval",
                                          f"*_{TRAIN_STEPS}_predictions"))
   assert len(_lines(predictions)) == EVAL_EXAMPLES  # the padding rows were dropped
+  # ... and not counted as decoded (12 rows were: 3 batches of the tiny model's 4).
+  decoded = re.findall(r"^code_t5: decoded (\d+) examples in ", proc.stderr, re.M)
+  assert decoded == [str(EVAL_EXAMPLES)], proc.stderr[-2000:]
   metrics = summaries.summarize(model_dir)["eval"]
   assert set(metrics) == {f"flcc_python_full_line/{m}" for m in metrics_lib.FULL_LINE_METRIC_NAMES}
   for m in metrics.values():
@@ -278,12 +292,12 @@ def _completions(ws, name):
 
 def _check_decoded(ws, proc, name):
   """The block's `cat` printed the completions file, written whole (no .incomplete left),
-  after a progress line that counted the two prefixes decoded (padded to a whole batch)."""
+  after a progress line that counted the two prefixes decoded (not the batch's padding)."""
   completions = _completions(ws, name)
   assert proc.stdout.endswith("".join(c + "\n" for c in completions)), proc.stdout[-500:]
   assert not glob.glob(os.path.join(ws, "runs", "dev", f"{name}-*.incomplete"))
   decoded = re.findall(r"^code_t5: decoded (\d+) examples in ", proc.stderr, re.M)
-  assert len(decoded) == 1 and int(decoded[0]) >= 2, proc.stderr[-2000:]
+  assert decoded == ["2"], proc.stderr[-2000:]
 
 
 def check_infer(ws, proc):

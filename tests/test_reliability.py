@@ -51,21 +51,6 @@ def _copy_dataset(data_dir, tmp_path, name):
 # --- bad input at mesh_transformer_main ----------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("gin_param, expected", [
-    ("MIXTURE_NAME = 'flcc_nope'", "No Task or Mixture found with name 'flcc_nope'"),
-    ("run.trian_steps = 5", "doesn't have a parameter named 'trian_steps'"),
-    ("run.train_steps = 'many'", "in call to configurable 'run'"),
-])
-def test_unknown_task_and_wrong_gin_are_one_line(flcc_data_dir, tmp_path, gin_param,
-                                                 expected):
-  proc = _mesh_main(tmp_path / "model", flcc_data_dir,
-                    gin_params=["MIXTURE_NAME = 'flcc_python_full_line'",
-                                "run.train_steps = 2", gin_param])
-  _assert_one_line_error(proc, expected)
-  assert not glob.glob(str(tmp_path / "model" / "model.ckpt-*"))
-
-
-@pytest.mark.slow
 def test_the_traceback_is_there_when_asked(flcc_data_dir, tmp_path):
   proc = _mesh_main(tmp_path / "model", flcc_data_dir,
                     gin_params=["MIXTURE_NAME = 'flcc_nope'"],
@@ -73,34 +58,6 @@ def test_the_traceback_is_there_when_asked(flcc_data_dir, tmp_path):
   assert proc.returncode == 1
   assert "Traceback (most recent call last)" in proc.stderr
   assert "code_t5: error:" not in proc.stderr
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("vocab_bytes", [None, b"not a sentencepiece model"])
-def test_missing_or_corrupt_vocabulary_is_one_line(flcc_data_dir, tmp_path, vocab_bytes):
-  data_dir = _copy_dataset(flcc_data_dir, tmp_path, "tfds")
-  vocab = data_dir / "flcc_vocab" / "python" / "spm.model"
-  if vocab_bytes is not None:
-    vocab.parent.mkdir(parents=True)
-    vocab.write_bytes(vocab_bytes)
-  proc = _mesh_main(tmp_path / "model", data_dir,
-                    gin_params=["MIXTURE_NAME = 'flcc_python_full_line'",
-                                "run.train_steps = 2"])
-  _assert_one_line_error(proc, str(vocab))
-
-
-@pytest.mark.slow
-def test_eval_on_an_empty_split_is_one_line(flcc_tree, flcc_data_dir, tmp_path):
-  data_dir = tmp_path / "tfds"
-  run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={data_dir}", "--ratios=1,0,0")
-  shutil.copytree(os.path.join(flcc_data_dir, "flcc_vocab"), data_dir / "flcc_vocab")
-  proc = _mesh_main(tmp_path / "model", data_dir, ["eval_full_line.gin"],
-                    ["MIXTURE_NAME = 'flcc_python_full_line'"])
-  # What it says for each cause is tested in test_splits.py; this is the launch.
-  _assert_one_line_error(
-      proc, f"MissingSplitError: flcc/python in {data_dir} has no validation split: it was "
-      f"built with --ratios=1,0,0; rebuild it: python -m code_t5.data build --flcc_dir=<the "
-      f"tree> --data_dir={data_dir} --language=python --ratios=0.95,0.05,0 --overwrite")
 
 
 # --- bad input at the data CLI ------------------------------------------------------------
