@@ -2,7 +2,7 @@
 
 `--module_import=code_t5` registers the seqio Tasks and Mixtures of `code_t5/tasks.py`, puts
 code_t5's gin files on gin's search path and installs code_t5's changes to upstream behaviour:
-all of them, and when each applies, are in `upstream.py`.
+all of them, and when each applies, are in `upstream/`.
 """
 
 import os
@@ -35,4 +35,4 @@ from code_t5 import tasks  # noqa: E402,F401  (registers Tasks and Mixtures)
 from code_t5 import train_eval  # noqa: E402,F401  (gin: code_t5.train_and_evaluate)
 from code_t5 import upstream  # noqa: E402
 
-upstream.install()  # every change to t5's, seqio's, mesh-tf's and TF's behaviour: upstream.py
+upstream.install()  # every change to t5's, seqio's, mesh-tf's and TF's behaviour: upstream/

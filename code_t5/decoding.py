@@ -259,7 +259,7 @@ def line_end_targets(ids):
 
 
 # What a predict_fn gives PREDICT mode besides the ids it returns, per mtf graph: mesh-tf's
-# model_fn exports only those ids ("outputs"); `add_predictions` (upstream.py wraps mesh-tf's
+# model_fn exports only those ids ("outputs"); `upstream/model_fn.py` (which wraps mesh-tf's
 # model_fn with it) exports these through the same lowering, into the Estimator's predictions
 # and so into the SavedModel's signature.
 _MORE_PREDICTIONS = {}
@@ -271,6 +271,16 @@ def predict_also(tensors, finish=None):
   dict of TF tensors to the predictions."""
   graph = next(iter(tensors.values())).mesh.graph
   _MORE_PREDICTIONS[graph] = ({name: mtf.anonymize(t) for name, t in tensors.items()}, finish)
+
+
+def forget_predictions_asked() -> None:
+  """Before a model function builds its graph: nothing asked yet."""
+  _MORE_PREDICTIONS.clear()
+
+
+def predictions_asked():
+  """({name: mtf tensor}, finish) that the graph just built asked for, or ({}, None)."""
+  return _MORE_PREDICTIONS.popitem()[1] if _MORE_PREDICTIONS else ({}, None)
 
 
 def distinct_lines(predictions):
@@ -286,55 +296,6 @@ def distinct_lines(predictions):
   repeat = tf.reduce_any(same & earlier[None], axis=-1) & tf.math.is_finite(scores)
   return {"top_k_outputs": tf.where(repeat, tf.zeros_like(lines), lines),
           "top_k_scores": tf.where(repeat, tf.fill(tf.shape(scores), -math.inf), scores)}
-
-
-def add_predictions(model_fn_builder):
-  """mesh-tf's `tpu_estimator_model_fn`, whose model functions add what the predict_fn asked
-  for (`predict_also`) to a PREDICT spec's predictions."""
-  def build(*args, **kwargs):
-    model_fn = model_fn_builder(*args, **kwargs)
-    vocabulary = kwargs["vocabulary"] if "vocabulary" in kwargs else args[2]
-    use_tpu = kwargs["use_tpu"] if "use_tpu" in kwargs else args[4]
-
-    def model_fn_adding_predictions(features, labels, mode, params=None, config=None):
-      from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
-      predict_batch_size = features.get("predict_batch_size")
-      _MORE_PREDICTIONS.clear()
-      spec = model_fn(features, labels, mode, params=params, config=config)
-      asked, finish = _MORE_PREDICTIONS.popitem()[1] if _MORE_PREDICTIONS else ({}, None)
-      if not asked:
-        return spec
-      [lowering] = [hook._lowering for hook in spec.prediction_hooks  # pylint: disable=protected-access
-                    if isinstance(hook, mtf.MtfRestoreHook)]
-      for name, tensor in asked.items():
-        value = lowering.export_to_tf_tensor(tensor)
-        if name == "top_k_outputs":
-          value = mtf_utils.clean_decodes(value)
-          targets_vocabulary = mtf_utils.targets_vocabulary(vocabulary)
-          if not use_tpu and hasattr(targets_vocabulary, "decode_tf"):  # as "outputs" are
-            value = targets_vocabulary.decode_tf(value)
-            if isinstance(value, tf.RaggedTensor):  # [batch, k], of uniform rows
-              value = value.to_tensor()
-        if predict_batch_size is not None:
-          value = value[:predict_batch_size]
-        asked[name] = value
-      spec.predictions.update(finish(asked) if finish else asked)
-      # The SavedModel's signature: every prediction (TPUEstimator's export builds its default
-      # signature before this function returns, from mesh-tf's two).
-      return spec._replace(export_outputs={
-          tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
-              tf.estimator.export.PredictOutput(spec.predictions)})
-    return model_fn_adding_predictions
-  build.adds_predictions = True
-  return build
-
-
-def install() -> None:
-  """mesh-tf's model functions add what a predict_fn asks for to PREDICT's outputs
-  (upstream.install)."""
-  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
-  if not getattr(mtf_utils.tpu_estimator_model_fn, "adds_predictions", False):
-    mtf_utils.tpu_estimator_model_fn = add_predictions(mtf_utils.tpu_estimator_model_fn)
 
 
 @gin.configurable(module="code_t5")

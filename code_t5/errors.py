@@ -9,7 +9,8 @@ empty split each print
   code_t5: error: <what went wrong>
 
 and the process exits with status 1. Set CODE_T5_TRACEBACK=1 for Python's full report.
-Importing code_t5 anywhere else (a notebook, a test) changes nothing.
+Importing code_t5 anywhere else (a notebook, a test) changes nothing. The replacement itself
+is `upstream/excepthook.py`; this module holds the rule for the line.
 
 code_t5's own commands (`python -m code_t5.data`, `code_t5.baselines`, `code_t5.summaries`)
 report through `run_command`: the same one line, `<command>: error: <what went wrong>`.
@@ -65,15 +66,6 @@ def one_line(error: BaseException) -> str:
   return text
 
 
-def _report(kind, error, traceback):
-  if os.environ.get(TRACEBACK_ENV) or not issubclass(kind, Exception):
-    sys.__excepthook__(kind, error, traceback)
-    return
-  sys.stderr.flush()
-  sys.stderr.write(f"code_t5: error: {one_line(error)}\n"
-                   f"  ({TRACEBACK_ENV}=1 shows the traceback)\n")
-
-
 def running_entry_point(names=ENTRY_POINTS) -> bool:
   """Whether this process was started as `python -m <one of names>`."""
   main = sys.modules.get("__main__")
@@ -100,8 +92,3 @@ def run_command(command: str, run, expected=(), verbose: bool = False) -> int:
     sys.stderr.write(f"{command}: error: {files.first_line(e)}\n")
     return 1
   return 0
-
-
-def install() -> None:
-  """Under an entry point (upstream.install decides): the one-line report of an uncaught error."""
-  sys.excepthook = _report

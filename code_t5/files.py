@@ -107,6 +107,35 @@ def checkpoint_problem(prefix: str):
   return None
 
 
+class CheckpointError(ValueError):
+  """The checkpoint a run asks for is not there, or not whole; the message names it."""
+
+
+def whole_checkpoint(path: str) -> str:
+  """`path`, a checkpoint prefix, if it can be restored; else a CheckpointError saying why."""
+  problem = checkpoint_problem(path)
+  if problem:
+    raise CheckpointError(problem)
+  return path
+
+
+def chosen_checkpoint(step: int, model_dir: str) -> str:
+  """The checkpoint of `step` in `model_dir` (-1: the latest), whole. mesh-tf would take the
+  closest step and say so only in its log; a step that is not there is an error here."""
+  steps = checkpoint_steps(model_dir)
+  if step == -1:
+    path = latest_checkpoint(model_dir)
+    if path is None:
+      raise CheckpointError(f"no checkpoint in {model_dir}: train there first, or give the "
+                            "--model_dir that holds the model")
+    return whole_checkpoint(path)
+  if step not in steps:
+    kept = ", ".join(map(str, steps)) if steps else "none"
+    raise CheckpointError(f"no checkpoint at step {step} in {model_dir}: steps {kept} "
+                          "(CHECKPOINT_STEP = -1 takes the latest)")
+  return whole_checkpoint(os.path.join(model_dir, f"model.ckpt-{step}"))
+
+
 def bucket_of(path: str):
   """`gs://bucket` of a gs:// path, else None."""
   if not path.startswith("gs://"):

@@ -19,7 +19,6 @@ All three are plain TF over [rows, ...]; `decoding` runs them on each slice of t
 cursors do.
 """
 
-import bisect
 import dataclasses
 import functools
 

@@ -67,9 +67,16 @@ _training_start_step = 0
 
 def training_reads_from(step: int) -> None:
   """The training about to read starts at `step` (its checkpoint's): its passes' draws are
-  its own, and the same whenever a training starts there again."""
+  its own, and the same whenever a training starts there again. The one input of these
+  functions that the data pipeline cannot see: under the entry points, Estimator.train sets
+  it before it reads (upstream/estimator.py); elsewhere it stays 0, the first pass's."""
   global _training_start_step
   _training_start_step = int(step or 0)
+
+
+def training_start_step() -> int:
+  """The step `training_reads_from` last set (0 until it is set)."""
+  return _training_start_step
 
 
 def mark_fresh_cursors(dataset, fresh, seed=None):
@@ -78,7 +85,7 @@ def mark_fresh_cursors(dataset, fresh, seed=None):
   `training_reads_from`, also seed the draws) or to keep each file's fixed ones. A mark, not
   a draw: seqio caches a small source in memory before it repeats it, so a draw made here
   would be made once. The mark is 0 for fixed cursors, else a seed."""
-  mixed = int(seed or 0) + 7_919 * _training_start_step
+  mixed = int(seed or 0) + 7_919 * training_start_step()
   mark = (mixed % (2**31 - 2)) + 1 if fresh else 0
   return dataset.map(lambda example: {**example, FRESH_CURSORS: tf.constant(mark, tf.int32)})
 

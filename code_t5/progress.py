@@ -1,8 +1,9 @@
 """Progress of long runs: a line while training or decoding, a time budget, a line at the end.
 
 mesh-tf's Estimator logs thousands of lines and none of them says how far a run is. Under
-`mesh_transformer_main` importing code_t5 wraps the Estimator's `train` and `predict` (as
-`startup.py` replaces a hook's start-of-session step), so every run prints, on stderr:
+`mesh_transformer_main` importing code_t5 wraps the Estimator's `train` and `predict`
+(upstream/estimator.py: `TrainProgressHook` joins every training, `predicted` reads every
+prediction), so every run prints, on stderr:
 
   code_t5: train step 120/600 | loss 3.214 | 2.91 steps/s | 2m45s left
   code_t5: train step 69/~75 (4-minute budget) | loss 0.514 | 0.31 steps/s | 16s left
@@ -32,12 +33,9 @@ from typing import Optional
 
 import gin
 import tensorflow.compat.v1 as tf
-from tensorflow_estimator.python.estimator import estimator as estimator_lib
 
 
 LOSS_TAG = "code_t5/loss"
-_TF_TRAIN = estimator_lib.Estimator.train
-_TF_PREDICT = estimator_lib.Estimator.predict
 
 
 @gin.configurable(module="code_t5")
@@ -225,20 +223,13 @@ class TrainProgressHook(tf.train.SessionRunHook):
       self._run.close(self._rate(now))
 
 
-def _train(estimator, input_fn, hooks=None, steps=None, max_steps=None,
-           saving_listeners=None):
-  hooks = list(hooks or []) + [TrainProgressHook(estimator.model_dir, max_steps)]
-  return _TF_TRAIN(estimator, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
-                   saving_listeners=saving_listeners)
-
-
-def _predict(estimator, input_fn, *args, **kwargs):
-  """Estimator.predict, counting what it yields: decoded examples (eval, infer) or scored
-  ones (score mode)."""
+def predicted(results):
+  """Estimator.predict's `results`, passed on, with progress lines counting what was decoded
+  (eval, infer) or scored (score mode)."""
   seconds, _ = progress()
   start = last = time.monotonic()
   count, padding, verb = 0, 0, "decoded"
-  for result in _TF_PREDICT(estimator, input_fn, *args, **kwargs):
+  for result in results:
     if count == 0 and isinstance(result, dict) and "scores" in result:
       verb = "scored"
     # mesh-tf pads the last batch with empty rows: examples end where the padding begins.
@@ -264,9 +255,3 @@ def _is_padding(result) -> bool:
   if isinstance(inputs, bytes):
     return not inputs
   return not any(int(i) for i in getattr(inputs, "flat", [inputs]))
-
-
-def install() -> None:
-  """Under t5's entry point (upstream.install decides); tests call it in their runs too."""
-  estimator_lib.Estimator.train = _train
-  estimator_lib.Estimator.predict = _predict

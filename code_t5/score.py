@@ -58,11 +58,6 @@ def inputs_mask(ids, eos_id=1):
   return mtf.not_equal(ids, ids)
 
 
-def install() -> None:
-  """mesh-tf's delimited_lm (perplexity eval, score) reads inputs_mask (upstream.install)."""
-  transformer.delimited_lm_inputs_mask = inputs_mask
-
-
 def read_only(ids):
   """`ids` marked as read and not scored; padding (0) stays padding."""
   return ids + READ_ONLY * tf.cast(ids > 0, ids.dtype)

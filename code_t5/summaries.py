@@ -46,29 +46,6 @@ def eval_lengths(model_dir: str, split: str = "validation"):
   return json.loads(files.read_text(path)) if files.exists(path) else None
 
 
-_EVAL_MODEL = None
-
-
-def install() -> None:
-  """mesh-tf's eval_model records the lengths it reads in the eval dir (upstream.py)."""
-  global _EVAL_MODEL
-  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
-  if _EVAL_MODEL is not None:
-    return
-  _EVAL_MODEL = mtf_utils.eval_model
-
-  def eval_model(estimator, vocabulary, sequence_length, batch_size, dataset_split, model_dir,
-                 eval_dataset_fn, eval_summary_dir, *args, **kwargs):
-    if sequence_length is not None:  # None: mesh-tf's longest example, found as it reads them
-      written_to = eval_summary_dir or eval_dir(model_dir, dataset_split)
-      if kwargs.get("eval_dir_suffix") is not None:  # as eval_model names its dir
-        written_to += f"_{kwargs['eval_dir_suffix']}"
-      files.write_atomically(os.path.join(written_to, EVAL_LENGTHS), json.dumps(sequence_length))
-    return _EVAL_MODEL(estimator, vocabulary, sequence_length, batch_size, dataset_split,
-                       model_dir, eval_dataset_fn, eval_summary_dir, *args, **kwargs)
-  mtf_utils.eval_model = eval_model
-
-
 def read_scalars(event_dir: str):
   """{tag: [(step, wall_time, value)]} from every event file directly in `event_dir`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -30,7 +30,6 @@ Data and vocabulary both come from the TFDS data dir (`--t5_tfds_data_dir`), whe
 import gin
 import seqio
 
-from code_t5 import files
 from code_t5 import metrics
 from code_t5 import preprocessors
 from code_t5 import progress
@@ -108,26 +107,6 @@ def train_dataset_fn(mixture_or_task_name, sequence_length, vocabulary, dataset_
       mixture_or_task_name, sequence_length, vocabulary, dataset_split, **kwargs)
 
 
-_ESTIMATOR_TRAIN = None
-
-
-def install() -> None:
-  """Under the entry points (upstream.py): each Estimator.train reads the train split with
-  draws of its own start step, the step of the model dir's checkpoint
-  (`preprocessors.training_reads_from`): a resumed training, or train_and_evaluate's next
-  segment, meets new cursors and windows, not the first pass's again."""
-  global _ESTIMATOR_TRAIN
-  from tensorflow_estimator.python.estimator import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
-  if _ESTIMATOR_TRAIN is not None:
-    return
-  _ESTIMATOR_TRAIN = train = estimator_lib.Estimator.train
-
-  def train_from_its_step(estimator, input_fn, *args, **kwargs):
-    preprocessors.training_reads_from(files.latest_checkpoint_step(estimator.model_dir) or 0)
-    return train(estimator, input_fn, *args, **kwargs)
-  estimator_lib.Estimator.train = train_from_its_step
-
-
 @gin.configurable(module="code_t5")
 def eval_dataset_fn(mixture_or_task_name, sequence_length, dataset_split, vocabulary=None,
                     **kwargs):
@@ -176,8 +155,9 @@ def mixture_rate(task: seqio.Task, full_line=1.0, prefix_lm=1.0, lm=4.0) -> floa
 
 
 def register(language: str, shared: bool = False) -> None:
-  """flcc_<language>_full_line, _prefix_lm and their mixture; with `shared`, the same named
-  `..._shared`, with the shared vocabulary."""
+  """flcc_<language>_full_line, _prefix_lm and _lm, and the mixtures flcc_<language> (full
+  line and prefix LM) and flcc_<language>_causal (the causal LM and full line); with `shared`,
+  the same named `..._shared`, with the shared vocabulary."""
   suffix = SHARED_SUFFIX if shared else ""
   features = output_features(vocabulary.SHARED if shared else language)
   seqio.TaskRegistry.add(

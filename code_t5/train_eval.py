@@ -74,10 +74,10 @@ def plateau_learning_rate(step, total_train_steps, schedule=gin.REQUIRED):
   return rate * _lr_factor
 
 
-@gin.config.register_finalize_hook
-def _wrap_the_schedule(config):
-  """When a run trains through train_and_evaluate, its learning rate schedule is the one it set,
-  through plateau_learning_rate (a factor of 1 until a plateau lowers it)."""
+def wrapped_schedule(config):
+  """gin's finalize hook (upstream.install registers it): when a run trains through
+  train_and_evaluate, its learning rate schedule is the one it set, through
+  plateau_learning_rate (a factor of 1 until a plateau lowers it)."""
   def selector(reference):
     return getattr(getattr(reference, "configurable", None), "selector", None)
   run = config.get(RUN, {})
@@ -321,60 +321,3 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
     progress.say(_eval_line(step, metric, value, record))
     if last_step() is not None and step >= last_step():
       return
-
-
-_GET_CHECKPOINT_ITERATOR = None
-
-
-def _mode():
-  return summaries.run_parameter("mode")
-
-
-def install() -> None:
-  """mesh-tf's checkpoint choice for eval: CHECKPOINT_STEP = None waits with new_checkpoints
-  instead of forever (upstream.py)."""
-  global _GET_CHECKPOINT_ITERATOR
-  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
-  if _GET_CHECKPOINT_ITERATOR is not None:
-    return
-  _GET_CHECKPOINT_ITERATOR = mtf_utils.get_checkpoint_iterator
-
-  def get_checkpoint_iterator(checkpoint_step, model_dir, skip_until=0, stop_after=None,
-                              find_closest=True):
-    if checkpoint_step is None and stop_after is None and _mode() == "eval":
-      return new_checkpoints(model_dir, skip_until)
-    steps = checkpoint_step if isinstance(checkpoint_step, (list, tuple)) else [checkpoint_step]
-    if all(isinstance(step, int) for step in steps):
-      return list(dict.fromkeys(chosen_checkpoint(step, model_dir) for step in steps))
-    return map(whole_checkpoint, _GET_CHECKPOINT_ITERATOR(
-        checkpoint_step, model_dir, skip_until, stop_after, find_closest))
-  mtf_utils.get_checkpoint_iterator = get_checkpoint_iterator
-
-
-class CheckpointError(ValueError):
-  """The checkpoint a run asks for is not there, or not whole; the message names it."""
-
-
-def whole_checkpoint(path: str) -> str:
-  """`path`, a checkpoint prefix, if it can be restored; else a CheckpointError saying why."""
-  problem = files.checkpoint_problem(path)
-  if problem:
-    raise CheckpointError(problem)
-  return path
-
-
-def chosen_checkpoint(step: int, model_dir: str) -> str:
-  """The checkpoint of `step` in `model_dir` (-1: the latest), whole. mesh-tf would take the
-  closest step and say so only in its log; a step that is not there is an error here."""
-  steps = files.checkpoint_steps(model_dir)
-  if step == -1:
-    path = files.latest_checkpoint(model_dir)
-    if path is None:
-      raise CheckpointError(f"no checkpoint in {model_dir}: train there first, or give the "
-                            "--model_dir that holds the model")
-    return whole_checkpoint(path)
-  if step not in steps:
-    kept = ", ".join(map(str, steps)) if steps else "none"
-    raise CheckpointError(f"no checkpoint at step {step} in {model_dir}: steps {kept} "
-                          "(CHECKPOINT_STEP = -1 takes the latest)")
-  return whole_checkpoint(os.path.join(model_dir, f"model.ckpt-{step}"))

@@ -23,9 +23,9 @@ given the same, and two baselines.
 5. Every full-line metric of each, ours and CodeXGLUE's (code_t5/metrics.py), the model's
    lead over the peer and each baseline with a paired bootstrap 95% interval, the copy probe
    (of the lines that stand verbatim earlier in the model's window, the share each completes
-   exactly), the induction probe at each point of the curve (`induction_pairs`: the nats a
-   token the model needs for the rest of a call of random words after that call and after
-   another; how much it copies what it has just read, on lines no training file holds),
+   exactly), the induction probe at each point of the curve (`evaluation.induction_pairs`:
+   the nats a token the model needs for the rest of a call of random words after that call
+   and after another; how much it copies what it has just read, on lines no training file holds),
    each completer's exact match and edit similarity by where the cursor stands
    (`metrics.cursor_class`: at the line's start, between words, inside a word -- a token
    cut in two), and every example with all completions in
@@ -49,27 +49,24 @@ import argparse
 import glob
 import json
 import os
-import random
 import subprocess
 import sys
 import time
 
-import numpy as np
-
 from benchlib import (DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command, params_literals,
                       require_checkpoint, require_dataset)
+from code_t5 import evaluation
+from code_t5 import files
+
 MODEL_GIN = "models/causal_lm_dev.gin"
 LENGTHS_GIN = "sequence_lengths/dev.gin"  # the dev models' lengths and the prefix LM's rows
 TRAIN_MIXTURE = "flcc_python_causal"
 EVAL_TASK = "flcc_python_full_line"
 # The induction probe: calls of random words, each a line the model has read just before or not.
-INDUCTION_PAIRS = 96
-INDUCTION_ARGUMENTS = 7
 
 
 def last_checkpoint_step(model_dir):
   """The step of the checkpoint the model dir's `checkpoint` file names, or None."""
-  from code_t5 import files  # pylint: disable=g-import-not-at-top
   return files.latest_checkpoint_step(model_dir)
 
 
@@ -150,7 +147,7 @@ def run_logged(cmd, log_path, what):
 
 def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_steps,
              model_gin=MODEL_GIN, split="validation"):
-  """Greedy full-line eval of the checkpoints nearest `checkpoint_steps` on `split`, in one
+  """Greedy full-line eval of the checkpoints of `checkpoint_steps` on `split`, in one
   launch (written to <model_dir>/<split>_eval)."""
   cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "eval_full_line.gin"],
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
@@ -232,6 +229,22 @@ def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=
   return rows, sum(literals["utils.run.sequence_length"].values())
 
 
+PEER_SHAPE = ("d_model", "num_layers", "d_ff", "num_heads")
+
+
+def peer_shape(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
+  """The model's width, depth, feed-forward width and heads, as the command's bindings give
+  them (command_literals): the GPT peer is built to them. A shape the bindings do not give as
+  numbers (a macro set elsewhere) ends the bench, rather than a peer of another shape."""
+  literals = command_literals(model_gin, gin_files, gin_params)
+  shape = {name: literals.get(name) for name in PEER_SHAPE}
+  unread = [name for name, value in shape.items() if not isinstance(value, int)]
+  if unread:
+    sys.exit(f"bench_learning: {model_gin} and the --gin_file's give no number for "
+             f"{', '.join(unread)}: the GPT peer is built to the model's shape")
+  return shape
+
+
 def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   """(pieces, cache): how many pieces the model's decoding heals (code_t5.token_healing.pieces,
   0 where nothing binds it) and its copy cache's options (code_t5.copy_cache's bindings, its
@@ -244,57 +257,17 @@ def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   return literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache)
 
 
-def copy_probe(windows, targets, completions):
-  """Of the examples whose whole line (typed + target) stands verbatim on an earlier line of
-  the model's window, how many, and the share of them each completer completes exactly."""
-  probe = []
-  for i, (window, target) in enumerate(zip(windows, targets)):
-    *earlier, typed = window.split("\n")
-    if target and typed + target in (line.rstrip("\r") for line in earlier):
-      probe.append(i)
-  return {"examples": len(probe),
-          "exact": {name: (100.0 * sum(preds[i] == targets[i] for i in probe) / len(probe)
-                           if probe else None) for name, preds in completions.items()}}
-
-
-def induction_pairs(pieces, pairs=INDUCTION_PAIRS, arguments=INDUCTION_ARGUMENTS, seed=0):
-  """[(copy, control)], each score mode's {"prefix", "completion"}: a call of random words,
-  `name(a1, ..., a7)`, then a line that starts it again, `name(a1`, completed by the rest,
-  `, a2, ..., a7)`. In `copy` the line before is that call, in `control` another call of
-  random words. What the model gives the same completion in each tells how much it copies
-  what it has just read (the work of induction heads, Olsson et al. 2022) on lines that no
-  training file holds. The words: the vocabulary's whole-word pieces (`pieces`, a
-  sentencepiece vocabulary's, "\u2581" marking a word's start) of 3 letters or more."""
-  words = sorted({piece[1:].lower() for piece in pieces
-                  if piece.startswith("\u2581") and piece[1:].isalpha() and len(piece) > 3})
-  if len(words) < 2 * (arguments + 1):
-    raise ValueError(f"the induction probe needs whole-word pieces: the vocabulary has "
-                     f"{len(words)}")
-  rng = random.Random(seed)
-
-  def call():
-    name, *args = (rng.choice(words) for _ in range(arguments + 1))
-    return f"{name}({', '.join(args)})"
-  probe = []
-  for _ in range(pairs):
-    copied, other = call(), call()
-    start = copied[:copied.index(",")]
-    completion = copied[len(start):]
-    probe.append(({"prefix": f"{copied}\n{start}", "completion": completion},
-                  {"prefix": f"{other}\n{start}", "completion": completion}))
-  return probe
-
-
 def induction_probe(model_dir, data_dir, steps, vocabulary, gin_files=(), gin_params=(),
                     model_gin=MODEL_GIN):
-  """{step: {"copy", "control", "gain", "ci95"}} for the checkpoints nearest `steps`, scored
+  """{step: {"copy", "control", "gain", "ci95"}} for the checkpoints of `steps`, scored
   in one launch (score.gin; its files <model_dir>/induction*): the mean nats a token the
-  model needs for the probe's completions (induction_pairs) after the line itself and after
-  another line, and how many fewer after the line itself, with a paired bootstrap 95%
-  interval. A model that copies needs a fraction of a nat after the line itself; one that
+  model needs for the probe's completions (evaluation.induction_pairs) after the line itself
+  and after another line, and how many fewer after the line itself, with a paired bootstrap
+  95% interval. A model that copies needs a fraction of a nat after the line itself; one that
   does not, as many as after another line."""
   sentencepiece = vocabulary.tokenizer
-  probe = induction_pairs(map(sentencepiece.id_to_piece, range(sentencepiece.get_piece_size())))
+  probe = evaluation.induction_pairs(
+      map(sentencepiece.id_to_piece, range(sentencepiece.get_piece_size())))
   inputs = os.path.join(model_dir, "induction_pairs.jsonl")
   with open(inputs, "w") as f:
     f.writelines(json.dumps(pair) + "\n" for copy, control in probe for pair in (copy, control))
@@ -311,28 +284,25 @@ def induction_probe(model_dir, data_dir, steps, vocabulary, gin_files=(), gin_pa
   results = {}
   for path in glob.glob(f"{output}-*"):
     with open(path) as f:
-      results[int(path.rsplit("-", 1)[1])] = induction_summary(
+      results[int(path.rsplit("-", 1)[1])] = evaluation.induction_summary(
           [float(x) for x in f.read().split()], tokens)
   return dict(sorted(results.items()))
 
 
-def induction_summary(scores, tokens):
-  """{"copy", "control", "gain", "ci95"} of score mode's log P of the induction pairs, in
-  their order (copy, control, copy, ...), and each pair's completion's tokens."""
-  per_token = np.array(scores, dtype=np.float64).reshape(-1, 2) / np.array(tokens)[:, None]
-  lead = bootstrap_lead(per_token[:, 0], per_token[:, 1])
-  return {"copy": float(-per_token[:, 0].mean()), "control": float(-per_token[:, 1].mean()),
-          "gain": lead["lead"], "ci95": lead["ci95"]}
+def curve_steps(steps, points, kept=None):
+  """The steps of the learning curve: `points` evenly spaced, the last one `steps`; with
+  `kept` (the model dir's checkpoint steps), the kept step nearest each, since an eval reads
+  only a checkpoint that is there (files.chosen_checkpoint)."""
+  wanted = {max(1, round(steps * i / points)) for i in range(1, points + 1)}
+  if kept:
+    wanted = {min(kept, key=lambda k, w=w: (abs(k - w), k)) for w in wanted}
+  return sorted(wanted)
 
 
-def curve_steps(steps, points):
-  """The steps of the learning curve: `points` evenly spaced, the last one `steps`."""
-  return sorted({max(1, round(steps * i / points)) for i in range(1, points + 1)})
-
-
-def train_peer(model_dir, steps, rows, context, task_name, at_steps=(), on_step=None):
-  """(peer, vocabulary, newline id, losses, wall seconds): the GPT peer trained on the Task's
-  train split for `steps` steps of `rows` x `context` tokens, as the model's (resumed from
+def train_peer(model_dir, steps, rows, context, task_name, shape, at_steps=(), on_step=None):
+  """(peer, vocabulary, newline id, losses, wall seconds): the GPT peer of the model's `shape`
+  (peer_shape) trained on the Task's train split for `steps` steps of `rows` x `context`
+  tokens, as the model's (resumed from
   <model_dir>/peer/peer.pt if there); `on_step(step, peer, vocabulary, newline id)` at each of
   `at_steps`."""
   import seqio  # pylint: disable=g-import-not-at-top
@@ -343,7 +313,7 @@ def train_peer(model_dir, steps, rows, context, task_name, at_steps=(), on_step=
   vocab = task.output_features["targets"].vocabulary
   texts = [ex["content"].decode("utf-8") for ex in
            task.source.get_dataset(split="train", shuffle=False).as_numpy_iterator()]
-  config = gpt_peer.PeerConfig(rows=rows, context=context)
+  config = gpt_peer.PeerConfig(rows=rows, context=context, **shape)
   print(f"training the GPT peer for {steps} steps of {rows} x {context} tokens ...",
         file=sys.stderr, flush=True)
   peer, losses, wall = gpt_peer.train(
@@ -372,23 +342,6 @@ def plot_curve(curve, baseline_metrics, path):
   axes[0].legend(fontsize=8)
   fig.tight_layout()
   fig.savefig(path, dpi=110)
-
-
-def per_example(targets, predictions):
-  """Exact match and edit similarity (0..100) of each example, for the bootstrap."""
-  from code_t5 import metrics  # pylint: disable=g-import-not-at-top
-  return {name: np.array([fn([t], [p])[name] for t, p in zip(targets, predictions)])
-          for name, fn in (("exact_match", metrics.exact_match),
-                           ("edit_similarity", metrics.edit_similarity))}
-
-
-def bootstrap_lead(ours, theirs, seed=0, rounds=2000):
-  """Mean of ours - theirs, with a paired bootstrap 95% interval."""
-  diff = ours - theirs
-  rng = np.random.default_rng(seed)
-  means = diff[rng.integers(0, len(diff), (rounds, len(diff)))].mean(axis=1)
-  return {"lead": float(diff.mean()), "ci95": [float(np.percentile(means, 2.5)),
-                                               float(np.percentile(means, 97.5))]}
 
 
 def main():
@@ -448,7 +401,7 @@ def main():
     train_wall = train(args.model_dir, args.data_dir, args.steps, args.gin_file,
                        args.gin_param, args.resume, args.mixture, args.model_gin)
   step = require_checkpoint("bench_learning", args.model_dir)
-  at_steps = curve_steps(step, args.curve)
+  at_steps = curve_steps(step, args.curve, files.checkpoint_steps(args.model_dir))
   print(f"full-line eval of steps {at_steps} ...", file=sys.stderr, flush=True)
   evaluate(args.model_dir, args.data_dir, args.examples, args.gin_file, args.gin_param,
            at_steps, args.model_gin, args.split)
@@ -510,13 +463,13 @@ def main():
       print(f"the peer at step {at} on the same examples ...", file=sys.stderr, flush=True)
       peer_completions[at] = gpt_peer.complete(model, vocab, windows, newline, max_new, heal,
                                                cache)
-      # Before the peer's first checkpoint (every 100 steps) nothing has made its folder.
-      os.makedirs(os.path.dirname(peer_curve_path), exist_ok=True)
-      with open(peer_curve_path + ".tmp", "w") as f:
-        json.dump({"decoding": decoding, "completions": peer_completions}, f)
-      os.replace(peer_curve_path + ".tmp", peer_curve_path)
+      # Whole or not at all (it makes the folder, which nothing has made before the peer's
+      # first checkpoint).
+      files.write_atomically(peer_curve_path,
+                             json.dumps({"decoding": decoding, "completions": peer_completions}))
+    shape = peer_shape(args.model_gin, args.gin_file, args.gin_param)
     peer, vocab, newline, _, peer_wall = train_peer(args.model_dir, step, rows, context,
-                                                    EVAL_TASK, at_steps, score_peer)
+                                                    EVAL_TASK, shape, at_steps, score_peer)
     if step not in peer_completions:
       score_peer(step, peer, vocab, newline)
     curve["peer"] = [curve_point(at, peer_completions[at]) for at in sorted(peer_completions)
@@ -548,9 +501,9 @@ def main():
           consensus.consensus_line(prefix, found["completions"], found["scores"])[0]
           for prefix, found in zip(prefixes, searched)]
       report["metrics"]["consensus"] = baselines.score(targets, completions["consensus"])
-  per = {name: per_example(targets, preds) for name, preds in completions.items()}
+  per = {name: evaluation.per_example(targets, preds) for name, preds in completions.items()}
   def leads_of(ours):
-    return {other: {metric: bootstrap_lead(per[ours][metric], per[other][metric])
+    return {other: {metric: evaluation.bootstrap_lead(per[ours][metric], per[other][metric])
                     for metric in ("exact_match", "edit_similarity")}
             for other in completions if other != ours}
   leads = leads_of("model")
@@ -562,7 +515,7 @@ def main():
             if ours in completions else None)
   consensus_leads = completer_leads("consensus")
   model_consensus_leads = completer_leads("model consensus")
-  probe = copy_probe(windows, targets, completions)
+  probe = evaluation.copy_probe(windows, targets, completions)
   cursors = {name: metrics.by_cursor(windows, targets, preds)
              for name, preds in completions.items()}
 
@@ -589,7 +542,7 @@ def main():
                      if share is not None)
   print(f"copy probe: {probe['examples']} lines stand verbatim earlier in the model's window"
         + (f"; completed exactly: {shares}" if shares else ""))
-  print(f"induction probe ({INDUCTION_PAIRS} calls of random words; nats a token of a call's "
+  print(f"induction probe ({evaluation.INDUCTION_PAIRS} calls of random words; nats a token of a call's "
         "rest after the call itself / after another, and the gain):")
   for point in induction:
     print(f"  step {point['step']} ({point['token_positions'] / 1e6:.1f}M): "

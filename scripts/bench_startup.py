@@ -47,7 +47,7 @@ PHASES = [
     ("checkpoint 0: weights and model.ckpt-0.meta", "Done writing checkpoint."),
     ("first training step", "FIRST_STEP_DONE"),
 ]
-# Written only when `code_t5.startup_writes` asks (code_t5/startup.py).
+# Written only when `code_t5.startup_writes` asks (code_t5/upstream/startup.py).
 OPTIONAL = ("Saving checkpoints for 0", "Done writing checkpoint.")
 
 

@@ -25,7 +25,8 @@ SEED = 0
 
 @dataclasses.dataclass(frozen=True)
 class PeerConfig:
-  """The dev model's shape (models/sizes/dev.gin) and a GPT's usual recipe."""
+  """A GPT's shape, by default the dev model's (models/sizes/dev.gin; the learning bench gives
+  the shape of the model it compares with, bench_learning.peer_shape), and its usual recipe."""
   d_model: int = 256
   num_layers: int = 4
   d_ff: int = 1024

@@ -57,11 +57,11 @@ def main(runs):
   import tensorflow.compat.v1 as tf
   from t5.models import mesh_transformer_main
 
-  from code_t5 import progress
-  from code_t5 import startup
+  from code_t5.upstream import estimator
+  from code_t5.upstream import startup
 
   startup.install()  # what `import code_t5` does under t5's entry point
-  progress.install()
+  estimator.install()
   tf.disable_v2_behavior()
   tf.logging.set_verbosity(tf.logging.INFO)
   for i, args in enumerate(runs):

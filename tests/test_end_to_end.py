@@ -159,7 +159,7 @@ def test_training_writes_checkpoints_config_and_loss(trained_model_dir):
   assert "shared_embedding_and_softmax_weights = True" in config
   with open(os.path.join(trained_model_dir, "checkpoint")) as f:
     assert f.readline().strip() == f'model_checkpoint_path: "model.ckpt-{TRAIN_STEPS}"'
-  # By default nothing is written before the first step (code_t5/startup.py), and no meta
+  # By default nothing is written before the first step (code_t5/upstream/startup.py), and no meta
   # graph beside the checkpoints.
   assert not os.path.exists(os.path.join(trained_model_dir, "graph.pbtxt"))
   assert not glob.glob(os.path.join(trained_model_dir, "model.ckpt-0.*"))

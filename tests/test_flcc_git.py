@@ -26,15 +26,19 @@ def _metadata_file(tmp_path, content: bytes):
   return str(path)
 
 
-@pytest.mark.parametrize("content", [
-    GIT_EXAMPLE,
-    GIT_EXAMPLE.replace(b"\n", b"\r\n"),  # CRLF
-    GIT_EXAMPLE.rstrip(b"\n"),  # no final newline
-    b"1795370505\n\nR087\told.py\tnew.py\nC100\ta.py\tcopy.py\nD\tgone.py\n",
-    b"",  # a repository whose history touched no file of interest
+GIT_EXAMPLE_COMMITS = [(1795370505, [("M", "a.py"), ("A", "b.py")]), (1795370505, [("A", "a.py")])]
+
+
+@pytest.mark.parametrize("content, commits", [
+    (GIT_EXAMPLE, GIT_EXAMPLE_COMMITS),
+    (GIT_EXAMPLE.replace(b"\n", b"\r\n"), GIT_EXAMPLE_COMMITS),  # CRLF
+    (GIT_EXAMPLE.rstrip(b"\n"), GIT_EXAMPLE_COMMITS),  # no final newline
+    (b"1795370505\n\nR087\told.py\tnew.py\nC100\ta.py\tcopy.py\nD\tgone.py\n",
+     [(1795370505, [("R087", "old.py", "new.py"), ("C100", "a.py", "copy.py"), ("D", "gone.py")])]),
+    (b"", []),  # a repository whose history touched no file of interest
 ])
-def test_metadata_as_git_writes_it_is_read(tmp_path, content):
-  flcc.check_metadata(_metadata_file(tmp_path, content))
+def test_metadata_as_git_writes_it_is_read(tmp_path, content, commits):
+  assert flcc.check_metadata(_metadata_file(tmp_path, content)) == commits
 
 
 @pytest.mark.parametrize("content, message", [
@@ -60,7 +64,10 @@ def test_metadata_of_a_real_history_is_read(tmp_path):
   log = flcc_git.git(work, *flcc_git.GIT_LOG_METADATA)
   assert re.search(r"^R100\tpkg/b.py\tpkg/renamed.py$", log, re.M), log
   assert re.search(r"^D\tc.py$", log, re.M) and log.startswith("1795370120\n\n"), log
-  flcc.check_metadata(_metadata_file(tmp_path, log.encode()))
+  assert flcc.check_metadata(_metadata_file(tmp_path, log.encode())) == [
+      (1795370120, [("R100", "pkg/b.py", "pkg/renamed.py")]),
+      (1795370060, [("D", "c.py"), ("M", "pkg/a.py")]),
+      (1795370000, [("A", "c.py"), ("A", "pkg/a.py"), ("A", "pkg/b.py")])]
 
 
 def test_tree_writer_writes_what_git_writes(tmp_path):

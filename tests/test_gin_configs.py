@@ -34,10 +34,18 @@ def _clean_gin():
 
 
 @pytest.mark.parametrize("name", ALL_FILES)
-def test_file_parses_after_the_shared_prefix_lm(name):
+def test_file_parses_after_the_shared_prefix_lm_and_its_values_hold(name):
+  """Parsed last, a file's own values are the ones gin holds: none is shadowed by an include
+  of its own, or bound to a name gin resolves elsewhere."""
+  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
   base = "models/bitransformer.gin" if name == "models/bitransformer.gin" else (
       "models/shared-prefix_lm.gin")
   _parse(base, name)
+  own = {key: value for key, value in summaries.literal_bindings(
+      os.path.join(GIN_DIR, name)).items() if value is not None}
+  for key, value in own.items():
+    query = key if "." in key.rsplit("/", 1)[-1] else f"{key}/macro.value"
+    assert gin.query_parameter(query) == value, (name, key)
 
 
 def test_dataset_gin_wires_mixture_name_everywhere():
@@ -65,7 +73,7 @@ def test_no_mode_file_sets_the_mixture_back(mode_file, tmp_path):
 def test_a_run_must_name_its_data():
   """Checked once gin has read the files (launch_checks, as mesh_transformer_main runs it),
   with the causal model's own mixture offered."""
-  from code_t5 import launch_checks  # pylint: disable=g-import-not-at-top
+  from code_t5.upstream import launch_checks  # pylint: disable=g-import-not-at-top
   _parse("models/causal_lm_dev.gin", "eval_full_line.gin")
   with pytest.raises(launch_checks.ConfigError) as raised:
     launch_checks.check_config()
@@ -165,7 +173,7 @@ def test_mode_files_resolve_from_any_working_directory_without_a_location_prefix
 def test_a_mode_file_says_what_must_be_set(mode_file, required):
   """Each run file opens with its required macros: unset, the run stops once gin has read the
   files (launch_checks, as mesh_transformer_main runs it) with one line naming the macro."""
-  from code_t5 import launch_checks  # pylint: disable=g-import-not-at-top
+  from code_t5.upstream import launch_checks  # pylint: disable=g-import-not-at-top
   for missing in required:
     _parse("models/shared-prefix_lm.gin", mode_file,
            bindings=["MIXTURE_NAME = 'flcc_python'"] +

@@ -273,7 +273,7 @@ def test_killed_caching_is_not_used_and_rerun_completes_it(flcc_data_dir, tmp_pa
     proc = _run_to_completion(cache_tasks_command(flcc_data_dir, cache_dir))
     assert completed.exists()
     assert _cached_records(cache_dir) == reference
-    # ...and the rerun removed it (code_t5/seqio_cache.py), naming each dir.
+    # ...and the rerun removed it (code_t5/upstream/seqio_cache.py), naming each dir.
     assert not glob.glob(f"{cache_dir}/flcc_python_full_line/beam-temp-*")
     for stale in staging:
       assert f"{stale}: left by an interrupted cache run; removing it" in proc.stderr

@@ -103,7 +103,12 @@ def test_a_dataset_split_before_balancing_is_reused_when_large_and_refused_when_
   report["fingerprint"]["split_method"] = flcc.BALANCED  # as this code_t5 records it
   with open(path, "w") as f:
     json.dump(report, f)
-  assert run_data_cli(*build).returncode == 0
+  version_dir = os.path.dirname(path)
+  written = {name: os.stat(os.path.join(version_dir, name)).st_mtime_ns
+             for name in os.listdir(version_dir)}
+  run_data_cli(*build)  # accepted now (check=True), and reused: nothing written again
+  assert {name: os.stat(os.path.join(version_dir, name)).st_mtime_ns
+          for name in os.listdir(version_dir)} == written
 
 
 # --- a missing split at each entry point --------------------------------------------------

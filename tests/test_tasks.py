@@ -16,7 +16,6 @@ from code_t5 import export
 from code_t5 import infer
 from code_t5 import preprocessors
 from code_t5 import score
-from code_t5 import tasks
 from code_t5 import vocabulary
 from conftest import PYTHON, QUIET_TF
 
@@ -276,14 +275,15 @@ def test_a_training_from_another_step_meets_other_cursors(data_dir_override):
 
 
 def test_estimator_training_reads_from_its_checkpoint_step(tmp_path):
-  """tasks.install: Estimator.train gives the checkpoint's step to the reads it makes."""
+  """upstream/estimator.py: Estimator.train gives the checkpoint's step to the reads it makes."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow_estimator.python.estimator import estimator as estimator_lib  # pylint: disable=g-import-not-at-top
-  tasks.install()
+  from code_t5.upstream import estimator as estimator_patch  # pylint: disable=g-import-not-at-top
+  estimator_patch.install()
   seen = []
 
   def input_fn():
-    seen.append(preprocessors._training_start_step)  # pylint: disable=protected-access
+    seen.append(preprocessors.training_start_step())
     return tf.data.Dataset.from_tensors(({"x": [1.0]}, [0.0])).repeat()
 
   def model_fn(features, labels, mode):

@@ -245,7 +245,7 @@ def _save_checkpoints(model_dir, steps):
       for s in steps:
         session.run(assign, {step: float(s)})
         saver.save(session, os.path.join(model_dir, "model.ckpt"), global_step=s,
-                   write_meta_graph=False)  # as code_t5 trains (code_t5/startup.py)
+                   write_meta_graph=False)  # as code_t5 trains (code_t5/upstream/startup.py)
 
 
 def test_a_copy_of_the_best_killed_halfway_leaves_the_record_and_best_in_agreement(tmp_path):

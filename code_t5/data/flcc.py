@@ -233,8 +233,9 @@ def _load_json(path: str, reason: str):
 _NAME_STATUS = re.compile(r"[ACDMRTUXB][0-9]*\t[^\t]+(\t[^\t]+)?")
 
 
-def check_metadata(path: str) -> None:
-  """METADATA is the output of `git log --pretty=%ct --name-status --diff-filter=ACDMR`.
+def check_metadata(path: str) -> list:
+  """METADATA is the output of `git log --pretty=%ct --name-status --diff-filter=ACDMR`: its
+  commits, [(unix time, [(status, path, ...), ...]), ...], newest first as git writes them.
 
   git writes each commit as its unix time on a line, a blank line, then one name-status
   line per file, with the next commit's time right after the last of them:
@@ -250,18 +251,21 @@ def check_metadata(path: str) -> None:
   CRLF line ends and a missing final newline are taken as git's own.
   """
   text = _read_text(path, BAD_METADATA)
-  in_commit = False
+  commits = []
   for number, line in enumerate(text.splitlines(), 1):
     if not line.strip():
       continue
     if line.isdigit():
-      in_commit = True
-    elif not in_commit:
+      commits.append((int(line), []))
+    elif not commits:
       raise RepositoryError(BAD_METADATA, f"{path}:{number}: commit does not start with a "
                             f"unix time: {line[:60]!r}")
     elif not _NAME_STATUS.fullmatch(line):
       raise RepositoryError(BAD_METADATA, f"{path}:{number}: neither a unix time nor a git "
                             f"name-status line: {line[:60]!r}")
+    else:
+      commits[-1][1].append(tuple(line.split("\t")))
+  return commits
 
 
 def iter_repository_dirs(root: str) -> Iterator[Tuple[str, str, str]]:

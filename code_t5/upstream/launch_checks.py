@@ -3,7 +3,7 @@
 t5's `mesh_transformer_main` parses the gin files and `--gin_param`s, then asks for the
 vocabulary of `MIXTURE_NAME` and builds the run. A mistake there surfaces deep inside upstream
 code (`AssertionError: Got: <object object at 0x...>` for an unset MIXTURE_NAME, `'str' object
-is not callable` for `run.train_steps = 'ten'`). Under the entry point (upstream.py) the parse
+is not callable` for `run.train_steps = 'ten'`). Under the entry point (upstream/) the parse
 is followed by `check_config`, which names what is wrong and what to type instead:
 
   * a macro or binding left at `%gin.REQUIRED` (MIXTURE_NAME, INPUT_FILE, EXPORT_PATH, ...);
@@ -13,7 +13,7 @@ is followed by `check_config`, which names what is wrong and what to type instea
     the language not built, or its vocabulary not trained, each with the command that helps;
   * the checkpoint a training continues from or starts from (init_checkpoint), or an export
     reads, missing or cut short (files.checkpoint_problem); eval, infer and score check the
-    steps they ask for when mesh-tf picks them (train_eval.get_checkpoint_iterator).
+    steps they ask for when mesh-tf picks them (upstream/checkpoints.py).
 """
 
 import difflib
@@ -25,7 +25,6 @@ from code_t5 import files
 from code_t5 import preprocessors
 from code_t5 import summaries
 from code_t5 import tasks
-from code_t5 import train_eval
 from code_t5 import vocabulary
 from code_t5.data import builder as flcc_builder
 
@@ -138,20 +137,20 @@ def _check_step_counts() -> None:
 def _check_checkpoints() -> None:
   """A training continues from the model dir's latest checkpoint, where there is one, or
   starts from init_checkpoint; an export without a step reads the latest: each must be whole.
-  (Eval, infer and score check the steps they ask for: train_eval.chosen_checkpoint.)"""
+  (Eval, infer and score check the steps they ask for: files.chosen_checkpoint.)"""
   from absl import flags  # pylint: disable=g-import-not-at-top
   model_dir = flags.FLAGS["model_dir"].value if "model_dir" in flags.FLAGS else None
   mode = summaries.run_parameter("mode", "train")
   if mode == "train":
     init = summaries.run_parameter("init_checkpoint")
     if init and files.isdir(init):  # TF takes a model dir for its latest checkpoint too
-      init = train_eval.chosen_checkpoint(-1, init)
+      init = files.chosen_checkpoint(-1, init)
     for path in (init, model_dir and files.latest_checkpoint(model_dir)):
       if path:
-        train_eval.whole_checkpoint(path)
+        files.whole_checkpoint(path)
   elif mode.startswith("export") and model_dir and not summaries.run_parameter(
       "export_checkpoint_step"):
-    train_eval.chosen_checkpoint(-1, model_dir)
+    files.chosen_checkpoint(-1, model_dir)
 
 
 def check_config() -> None:
@@ -171,8 +170,7 @@ _PARSE = None
 
 
 def install() -> None:
-  """mesh-tf's parse_gin_defaults_and_flags, then check_config (upstream.install, under the
-  entry point)."""
+  """mesh-tf's parse_gin_defaults_and_flags, then check_config (under the entry point)."""
   global _PARSE
   from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
   if _PARSE is not None:

@@ -1,0 +1,61 @@
+"""mesh-tf's `tpu_estimator_model_fn`, wrapped in every process that imports code_t5: the model
+functions it builds add what a predict_fn asked for (`decoding.predict_also`: the line search's
+`top_k_outputs`, `top_k_scores`) to a PREDICT spec's predictions, exported through the same
+lowering, so that infer reads them and the SavedModel's signature returns them.
+
+Reads mesh-tf's private `MtfRestoreHook._lowering`, and `get_estimator`'s call of the builder
+with `vocabulary` third and `use_tpu` fifth when they come by position.
+"""
+
+import mesh_tensorflow as mtf
+import tensorflow.compat.v1 as tf
+
+from code_t5 import decoding
+
+
+def add_predictions(model_fn_builder):
+  """mesh-tf's `tpu_estimator_model_fn`, whose model functions add what the predict_fn asked
+  for (`decoding.predict_also`) to a PREDICT spec's predictions."""
+  def build(*args, **kwargs):
+    model_fn = model_fn_builder(*args, **kwargs)
+    vocabulary = kwargs["vocabulary"] if "vocabulary" in kwargs else args[2]
+    use_tpu = kwargs["use_tpu"] if "use_tpu" in kwargs else args[4]
+
+    def model_fn_adding_predictions(features, labels, mode, params=None, config=None):
+      from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
+      predict_batch_size = features.get("predict_batch_size")
+      decoding.forget_predictions_asked()
+      spec = model_fn(features, labels, mode, params=params, config=config)
+      asked, finish = decoding.predictions_asked()
+      if not asked:
+        return spec
+      [lowering] = [hook._lowering for hook in spec.prediction_hooks  # pylint: disable=protected-access
+                    if isinstance(hook, mtf.MtfRestoreHook)]
+      for name, tensor in asked.items():
+        value = lowering.export_to_tf_tensor(tensor)
+        if name == "top_k_outputs":
+          value = mtf_utils.clean_decodes(value)
+          targets_vocabulary = mtf_utils.targets_vocabulary(vocabulary)
+          if not use_tpu and hasattr(targets_vocabulary, "decode_tf"):  # as "outputs" are
+            value = targets_vocabulary.decode_tf(value)
+            if isinstance(value, tf.RaggedTensor):  # [batch, k], of uniform rows
+              value = value.to_tensor()
+        if predict_batch_size is not None:
+          value = value[:predict_batch_size]
+        asked[name] = value
+      spec.predictions.update(finish(asked) if finish else asked)
+      # The SavedModel's signature: every prediction (TPUEstimator's export builds its default
+      # signature before this function returns, from mesh-tf's two).
+      return spec._replace(export_outputs={
+          tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
+              tf.estimator.export.PredictOutput(spec.predictions)})
+    return model_fn_adding_predictions
+  build.adds_predictions = True
+  return build
+
+
+def install() -> None:
+  """In every process that imports code_t5 (upstream.install)."""
+  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
+  if not getattr(mtf_utils.tpu_estimator_model_fn, "adds_predictions", False):
+    mtf_utils.tpu_estimator_model_fn = add_predictions(mtf_utils.tpu_estimator_model_fn)
