@@ -26,13 +26,13 @@ def gin_configs_dir() -> str:
 # `include 'dataset.gin'` means ours, with or without --gin_location_prefix.
 gin.add_config_file_search_path(gin_configs_dir())
 
-from code_t5 import consensus  # noqa: E402,F401  (gin: code_t5.consensus_line)
-from code_t5 import decoding  # noqa: E402,F401  (gin: code_t5.prefix_lm_beam_search, greedy_decode)
-from code_t5 import export  # noqa: E402,F401  (gin: code_t5.register_serving_task)
-from code_t5 import infer  # noqa: E402,F401  (gin: code_t5.complete_lines_from_file)
-from code_t5 import score  # noqa: E402,F401  (gin: code_t5.completions_dataset_fn, ...)
 from code_t5 import tasks  # noqa: E402,F401  (registers Tasks and Mixtures)
-from code_t5 import train_eval  # noqa: E402,F401  (gin: code_t5.train_and_evaluate)
 from code_t5 import upstream  # noqa: E402
+from code_t5.decoding import consensus  # noqa: E402,F401  (gin: code_t5.consensus_line)
+from code_t5.decoding import search  # noqa: E402,F401  (gin: code_t5.greedy_decode, ...)
+from code_t5.modes import export  # noqa: E402,F401  (gin: code_t5.register_serving_task)
+from code_t5.modes import infer  # noqa: E402,F401  (gin: code_t5.complete_lines_from_file)
+from code_t5.modes import score  # noqa: E402,F401  (gin: code_t5.completions_dataset_fn, ...)
+from code_t5.modes import train_eval  # noqa: E402,F401  (gin: code_t5.train_and_evaluate)
 
 upstream.install()  # every change to t5's, seqio's, mesh-tf's and TF's behaviour: upstream/

@@ -7,7 +7,7 @@
   most of what is already typed on the current line (the nearest such line on a tie).
 
 (`copy_next_line`, the line that followed the line before the cursor where it stood before,
-is not scored as a baseline: the consensus line, code_t5/consensus.py, weighs it.)
+is not scored as a baseline: the consensus line, code_t5/decoding/consensus.py, weighs it.)
 
 Both take the whole file before the cursor, as the full-line Task's `inputs_pretokenized`
 holds it. `model_window` cuts that file down to what the model reads, so copy-line can also be
@@ -104,9 +104,9 @@ def read_as_the_run(model_dir: str) -> None:
   """Binds here what the run's model reads of a prefix (`code_t5.inputs_delimiter`, from its
   operative_config.gin), so that `model_window` is its window."""
   import gin  # pylint: disable=g-import-not-at-top
-  from code_t5 import files, summaries  # pylint: disable=g-import-not-at-top
+  from code_t5 import files, gin_config  # pylint: disable=g-import-not-at-top
   path = os.path.join(model_dir, "operative_config.gin")
-  eos = (summaries.literal_bindings(path).get("code_t5.inputs_delimiter.eos", True)
+  eos = (gin_config.literal_bindings(path).get("code_t5.inputs_delimiter.eos", True)
          if files.exists(path) else True)
   with gin.unlock_config():
     gin.bind_parameter("code_t5.inputs_delimiter.eos", eos)
@@ -122,37 +122,6 @@ def model_window(prefix: str, feature, input_length: int) -> str:
   kept = preprocessors.inputs_window(tf.constant(vocabulary.encode(prefix), tf.int32),
                                      input_length, newline_id(vocabulary))
   return vocabulary.decode(kept.numpy().tolist())
-
-
-def copy_similar_line(prefix: str) -> str:
-  """Rest of the earlier line that shares the longest start with the line being typed."""
-  *earlier, typed = prefix.split("\n")
-  best, best_common = None, -1
-  for line in reversed(earlier):  # nearest first, so it keeps a tie
-    line = line.rstrip("\r")
-    if len(line) <= len(typed):
-      continue
-    common = len(os.path.commonprefix([line, typed]))
-    if common > best_common:
-      best, best_common = line, common
-  return "" if best is None else best[len(typed):]
-
-
-def copy_next_line(prefix: str) -> str:
-  """Rest of the line that followed the nearest earlier occurrence of the line before the
-  cursor, where that line starts with what is typed ("" where there is none): the line-level
-  induction a model that copies from its context would do (after `return NotImplemented`,
-  what followed it before)."""
-  *earlier, typed = prefix.split("\n")
-  if len(earlier) < 2 or not earlier[-1].strip():
-    return ""
-  before = earlier[-1].rstrip("\r")
-  for i in range(len(earlier) - 2, -1, -1):
-    if earlier[i].rstrip("\r") == before:
-      line = earlier[i + 1].rstrip("\r")
-      if line.startswith(typed) and len(line) > len(typed):
-        return line[len(typed):]
-  return ""
 
 
 # --- the model against the baselines, on the examples of its latest full-line eval ---------
@@ -209,6 +178,7 @@ def baseline_predictions(task_name: str, prefixes: Sequence[str], input_length: 
                          ngram: NgramCompleter) -> Dict[str, List[str]]:
   """Each baseline's completion of each prefix (copy-window: from the model's window)."""
   import seqio  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import copying  # pylint: disable=g-import-not-at-top
   from code_t5.vocabulary import newline_id  # pylint: disable=g-import-not-at-top
   features = seqio.get_mixture_or_task(task_name).output_features
   vocabulary = features["targets"].vocabulary
@@ -216,9 +186,10 @@ def baseline_predictions(task_name: str, prefixes: Sequence[str], input_length: 
   return {
       "4-gram": [vocabulary.decode(ngram.complete(vocabulary.encode(p), stop_ids, 64))
                  for p in prefixes],
-      "copy-line": [copy_similar_line(p) for p in prefixes],
-      "copy-window": [copy_similar_line(model_window(p, features["inputs"], input_length))
-                      for p in prefixes],
+      "copy-line": [copying.copy_similar_line(p) for p in prefixes],
+      "copy-window": [
+          copying.copy_similar_line(model_window(p, features["inputs"], input_length))
+          for p in prefixes],
   }
 
 

@@ -21,7 +21,7 @@ it writes every 100 steps): that is the curve `python -m code_t5.summaries --plo
 A budget stops training at the first step past it, saves that step's checkpoint and says
 so; the same command run again trains for another budget from there. Start-up (graph
 building, restoring) is not counted: the budget is time spent stepping. A run trained in
-segments (train_eval.py: training, an eval, training again) is one run under `one_run`: its
+segments (modes/train_eval.py: training, an eval, training again) is one run under `one_run`: its
 lines count to run.train_steps, its budget adds up every segment's steps, and one closing
 line ends it.
 """
@@ -66,7 +66,7 @@ def say(text: str) -> None:
 
 class Run:
   """What the progress lines and the budget count over: one Estimator.train call, or under
-  `one_run` every call of a run trained in segments (train_eval.py)."""
+  `one_run` every call of a run trained in segments (modes/train_eval.py)."""
 
   def __init__(self, train_steps: Optional[int]):
     self.train_steps = train_steps

@@ -14,11 +14,12 @@ import sys
 
 from code_t5 import errors
 from code_t5 import files
+from code_t5 import gin_config
 from code_t5 import progress
 
 # Written by code_t5/progress.py every few steps; mesh-tf's own `loss` only every 100.
 LOSS_TAGS = ("code_t5/loss", "loss")
-# A train-and-eval run's record of its evals and its best checkpoint (code_t5/train_eval.py).
+# A train-and-eval run's record of its evals and its best checkpoint (code_t5/modes/train_eval.py).
 TRAIN_EVAL_RECORD = "train_eval.json"
 
 
@@ -77,62 +78,14 @@ def _events(path: str):
     progress.say(f"{path}: read {read} events, then stopped: {error.message}")
 
 
-class _Literals:
-  """gin's parser delegate for reading values only: references and macros become None."""
-
-  def configurable_reference(self, scoped_name, evaluate):
-    del scoped_name, evaluate
-
-  def macro(self, name):
-    del name
-
-
-def literal_bindings(path: str) -> dict:
-  """{"selector.arg": value} of the gin file at `path`, as gin parses it: a macro under its
-  name ("d_model"), a binding as written ("utils.run.batch_size"); references and macros used
-  as values are None."""
-  return literal_bindings_of(files.read_text(path))
-
-
-def included_files_of(text: str) -> list:
-  """The files gin text (a file's, or a --gin_param's) includes, in order, as written."""
-  from gin import config_parser  # pylint: disable=g-import-not-at-top
-  return [statement.filename
-          for statement in config_parser.ConfigParser(io.StringIO(text), _Literals())
-          if isinstance(statement, config_parser.IncludeStatement)]
-
-
-def literal_bindings_of(text: str) -> dict:
-  """literal_bindings of gin text (a file's, or --gin_param bindings one per line)."""
-  from gin import config_parser  # pylint: disable=g-import-not-at-top
-  bindings = {}
-  for statement in config_parser.ConfigParser(io.StringIO(text), _Literals()):
-    if isinstance(statement, config_parser.BindingStatement):
-      bindings[".".join(filter(None, (statement.selector, statement.arg_name)))] = statement.value
-  return bindings
-
-
 def run_bindings(model_dir: str) -> dict:
   """{"arg": value} of `utils.run`'s literal bindings in the run's operative_config.gin ({} if
   the run wrote none)."""
   path = os.path.join(model_dir, "operative_config.gin")
   if not files.exists(path):
     return {}
-  return {name.rsplit(".", 1)[1]: value for name, value in literal_bindings(path).items()
+  return {name.rsplit(".", 1)[1]: value for name, value in gin_config.literal_bindings(path).items()
           if name.rsplit(".", 1)[0] in ("run", "utils.run")}
-
-
-def run_parameter(name: str, default=None):
-  """utils.run's `name` as the running launch's gin config binds it, through macros
-  (`%SPLIT`, `%DECODING_LENGTHS`), or `default` where nothing binds it."""
-  import gin  # pylint: disable=g-import-not-at-top
-  try:
-    value = gin.query_parameter(f"utils.run.{name}")
-  except ValueError:
-    return default
-  while isinstance(value, gin.config.ConfigurableReference) and value.evaluate:
-    value = gin.query_parameter(f"{value.scoped_selector}.value")  # a macro: SPLIT/macro
-  return value
 
 
 def per_step(model_dir: str) -> dict:

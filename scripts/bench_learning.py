@@ -36,7 +36,7 @@ given the same, and two baselines.
    exact match and edit similarity of those shown (`metrics.acceptance`), printed, in the
    JSON and as a PNG beside it; and the model's consensus, the line of the K that agrees
    most with the others (model_consensus.gin's chooser). With --consensus too: the consensus
-   line of the K lines and the file's copies (code_t5/consensus.py, consensus.gin's
+   line of the K lines and the file's copies (code_t5/decoding/consensus.py, consensus.gin's
    defaults). Each is a completer of its own, with its leads.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
@@ -250,7 +250,7 @@ def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   0 where nothing binds it) and its copy cache's options (code_t5.copy_cache's bindings, its
   defaults elsewhere), as the command's bindings (command_literals) give them to the eval: the
   peer decodes so too. (The window the eval read is its own record: baselines.compare.)"""
-  from code_t5 import copy_cache  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import copy_cache  # pylint: disable=g-import-not-at-top
   literals = command_literals(model_gin, gin_files, gin_params)
   cache = {key.rsplit(".", 1)[1]: value for key, value in literals.items()
            if key.startswith("code_t5.copy_cache.")}
@@ -489,7 +489,7 @@ def main():
     completions["line search"], line_scores = best_lines(searched)
     report["metrics"]["line search"] = baselines.score(targets, completions["line search"])
     acceptance = metrics.acceptance(targets, completions["line search"], line_scores)
-    from code_t5 import consensus  # pylint: disable=g-import-not-at-top
+    from code_t5.decoding import consensus  # pylint: disable=g-import-not-at-top
     # The model's consensus (model_consensus.gin): the same lines, chosen by agreement.
     completions["model consensus"] = [
         consensus.model_consensus_line(prefix, found["completions"], found["scores"])[0]

@@ -32,11 +32,11 @@ def params_literals(gin_params):
 
 def _text_literals(text):
   """gin_literals of gin text: its includes' first, its own bindings over them."""
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  from code_t5 import gin_config  # pylint: disable=g-import-not-at-top
   literals = {}
-  for included in summaries.included_files_of(text):
+  for included in gin_config.included_files_of(text):
     literals.update(gin_literals(included))
-  return {**literals, **summaries.literal_bindings_of(text)}
+  return {**literals, **gin_config.literal_bindings_of(text)}
 
 
 def launch_lengths(gin_files, gin_params=()):

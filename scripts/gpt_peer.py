@@ -141,14 +141,15 @@ def complete(model, vocabulary, windows: Sequence[str], newline_id: int,
              max_new: int = 32, heal_pieces: int = 0, cache=None) -> List[str]:
   """Greedy continuation of each window text up to a line end, EOS or `max_new` tokens (the
   line end and EOS not included), as the model's full-line eval cuts its predictions; with
-  `heal_pieces`, healed as the model's decoding heals (code_t5/healing.py, the same three
+  `heal_pieces`, healed as the model's decoding heals (code_t5/decoding/healing.py, the same three
   steps): the window's last pieces taken off, written again under its mask, cut off after;
   with `cache` (code_t5.copy_cache()'s options, a weight above 0), each step's distribution
-  mixed with the copy cache's as the model's greedy decoding mixes it (code_t5/copy_cache.py),
+  mixed with the copy cache's as the model's greedy decoding mixes it (code_t5/decoding/copy_cache.py),
   before the healing mask."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import torch  # pylint: disable=g-import-not-at-top
-  from code_t5 import copy_cache, healing  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import copy_cache  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import healing  # pylint: disable=g-import-not-at-top
   tables = (healing.HealingTables.of(vocabulary.tokenizer, model.config.vocab_size)
             if heal_pieces else None)
   steps = max_new + heal_pieces

@@ -4,6 +4,7 @@ import pytest
 
 from code_t5 import baselines
 from code_t5 import metrics
+from code_t5.decoding import copying
 
 STOP = (1, 2)  # stand-ins for EOS and the newline token
 
@@ -38,25 +39,25 @@ def test_ngram_refuses_what_it_cannot_count():
 
 def test_copy_similar_line_copies_the_rest_of_the_best_matching_earlier_line():
   prefix = "x = foo(1)\ny = bar(2)\nx = f"
-  assert baselines.copy_similar_line(prefix) == "oo(1)"
+  assert copying.copy_similar_line(prefix) == "oo(1)"
   # Cursor after the indentation: the nearest line with that indentation wins the tie.
   prefix = "def f():\n    a = 1\n    b = 2\n\n    "
-  assert baselines.copy_similar_line(prefix) == "b = 2"
-  assert baselines.copy_similar_line("short\nmuch longer typed") == ""
+  assert copying.copy_similar_line(prefix) == "b = 2"
+  assert copying.copy_similar_line("short\nmuch longer typed") == ""
 
 
 def test_copy_next_line_copies_what_followed_the_line_before_the_cursor():
   prefix = ("    if a is None:\n        return NotImplemented\n    x = 1\n"
             "    if a is None:\n        ")
-  assert baselines.copy_next_line(prefix) == "return NotImplemented"
+  assert copying.copy_next_line(prefix) == "return NotImplemented"
   # The nearest earlier occurrence whose next line starts with what is typed.
   prefix = ("if a:\n    b()\nif a:\n    c()\nz = 0\nif a:\n    b")
-  assert baselines.copy_next_line(prefix) == "()"
+  assert copying.copy_next_line(prefix) == "()"
   # Nothing to follow: the line before is blank, occurs nowhere earlier, or what followed it
   # does not start with what is typed.
-  assert baselines.copy_next_line("x = 1\n\ny = 2\n\n") == ""
-  assert baselines.copy_next_line("x = 1\ny = 2\n") == ""
-  assert baselines.copy_next_line("if a:\n    b()\nif a:\n    c") == ""
+  assert copying.copy_next_line("x = 1\n\ny = 2\n\n") == ""
+  assert copying.copy_next_line("x = 1\ny = 2\n") == ""
+  assert copying.copy_next_line("if a:\n    b()\nif a:\n    c") == ""
 
 
 def test_cursor_class_tells_a_cursor_inside_a_word_from_one_between_words():

@@ -1,4 +1,4 @@
-"""The consensus line (code_t5/consensus.py): the line search's lines, copy-line's and
+"""The consensus line (code_t5/decoding/consensus.py): the line search's lines, copy-line's and
 copy-next's as evidence, the candidate that agrees most with it chosen; the model's consensus,
 the same of the model's lines alone. Infer's use of both, on a trained model:
 tests/test_memorisation.py."""
@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from code_t5 import baselines
-from code_t5 import consensus
 from code_t5 import metrics
+from code_t5.decoding import consensus
+from code_t5.decoding import copying
 
 # The file's earlier line "total = compute(a, b)" is what copy-line offers at "total = ".
 PREFIX = "import os\ntotal = compute(a, b)\nprint(total)\ntotal = "
@@ -17,7 +17,7 @@ COPIED = "compute(a, b)"
 
 
 def test_copy_lines_line_is_the_one_the_fixture_means():
-  assert baselines.copy_similar_line(PREFIX) == COPIED
+  assert copying.copy_similar_line(PREFIX) == COPIED
 
 
 def test_the_line_that_agrees_with_the_others_wins_over_the_likeliest_alone():
@@ -71,8 +71,8 @@ def test_what_followed_the_line_before_the_cursor_is_evidence_too():
             "            return NotImplemented\n        if other is self:\n"
             "            return True\n        return self.x == other.x\n\n"
             "    def __lt__(self, other):\n        if other is None:\n            ")
-  assert baselines.copy_similar_line(prefix) == "return True"
-  assert baselines.copy_next_line(prefix) == "return NotImplemented"
+  assert copying.copy_similar_line(prefix) == "return True"
+  assert copying.copy_next_line(prefix) == "return NotImplemented"
   lines, scores = ["return False", "raise TypeError"], [-0.5, -1.5]
   assert consensus.consensus_line(prefix, lines, scores)[0] == "return NotImplemented"
   assert consensus.consensus_line(prefix, lines, scores, next_weight=0.0)[0] == "return False"

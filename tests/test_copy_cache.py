@@ -1,10 +1,10 @@
-"""code_t5/copy_cache.py: what followed the same tokens earlier, against a plain reference."""
+"""code_t5/decoding/copy_cache.py: what followed the same tokens earlier, against a plain reference."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from code_t5 import copy_cache
+from code_t5.decoding import copy_cache
 
 
 def _reference_counts(row, source_length, order, max_order, vocab_size):

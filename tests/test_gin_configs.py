@@ -12,6 +12,7 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import utils as mtf_utils  # configurables, tpu_mesh_shape
 import pkg_resources
 import t5.models.mesh_transformer  # noqa: F401  (configurables)
+from code_t5 import gin_config
 
 GIN_DIR = code_t5.gin_configs_dir()
 MESH_DEFAULTS = pkg_resources.resource_filename("mesh_tensorflow.transformer",
@@ -37,11 +38,10 @@ def _clean_gin():
 def test_file_parses_after_the_shared_prefix_lm_and_its_values_hold(name):
   """Parsed last, a file's own values are the ones gin holds: none is shadowed by an include
   of its own, or bound to a name gin resolves elsewhere."""
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
   base = "models/bitransformer.gin" if name == "models/bitransformer.gin" else (
       "models/shared-prefix_lm.gin")
   _parse(base, name)
-  own = {key: value for key, value in summaries.literal_bindings(
+  own = {key: value for key, value in gin_config.literal_bindings(
       os.path.join(GIN_DIR, name)).items() if value is not None}
   for key, value in own.items():
     query = key if "." in key.rsplit("/", 1)[-1] else f"{key}/macro.value"
@@ -95,7 +95,7 @@ def test_the_dev_model_decodes_with_the_copy_cache_and_its_peer_too():
   same weight from the same files (through the include) for its GPT peer, and the window an
   eval-only launch decodes from for the peer and copy-window."""
   import bench_learning  # pylint: disable=g-import-not-at-top
-  from code_t5 import copy_cache  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import copy_cache  # pylint: disable=g-import-not-at-top
   _parse("models/causal_lm_dev.gin")
   assert copy_cache.copy_cache()["weight"] == 0.5
   _parse("models/causal_lm_dev.gin", bindings=["code_t5.copy_cache.weight = 0.0"])

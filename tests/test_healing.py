@@ -1,4 +1,4 @@
-"""Token healing's three steps (code_t5/healing.py) on a real sentencepiece model trained the
+"""Token healing's three steps (code_t5/decoding/healing.py) on a real sentencepiece model trained the
 way `python -m code_t5.data vocab` trains one, over every cursor of small Python files: what
 is taken off a prefix, which pieces may be written while its text is written again, and the
 completion that is left once that text is cut off. Decoding with them, on trained models:
@@ -10,8 +10,8 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from conftest import synthetic_module
-from code_t5 import healing
 from code_t5.data import vocab
+from code_t5.decoding import healing
 from code_t5.vocabulary import EOS_ID
 
 PIECES = 3

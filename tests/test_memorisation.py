@@ -27,8 +27,10 @@ import pytest
 import mesh_main_runs
 from conftest import PYTHON, QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, \
     mesh_main_runs_command, run_data_cli, saved_model_completions
-from code_t5 import baselines, consensus, metrics
+from code_t5 import baselines, metrics
 from code_t5.data import tree_writer
+from code_t5.decoding import consensus
+from code_t5.decoding import copying
 
 # Two files written for this test. Every line is distinct, and both start with the same line:
 # the cursor at the very start of a file has nothing before it, and two files that began
@@ -396,7 +398,7 @@ def test_infer_writes_the_consensus_of_the_line_search_and_copy_line(memorise_da
   true line, though copy-line's line most often is not."""
   examples = memorise_data[2]
   _, held = _assert_infer_chose_as(consensus.consensus_line, examples, causal, "consensus")
-  copied = [baselines.copy_similar_line(examples[i][0]) for i in held]
+  copied = [copying.copy_similar_line(examples[i][0]) for i in held]
   assert sum(line == causal["targets"][i] for i, line in zip(held, copied)) < len(held) / 2
 
 

@@ -61,7 +61,7 @@ def test_the_peer_learns_a_file_and_completes_its_lines_to_the_line_end(vocab):
 def test_the_peer_copies_through_the_copy_cache_as_the_models_decoding_does(vocab):
   """With code_t5.copy_cache's options, the peer's greedy steps mix in what followed the
   line's last tokens earlier in the window: a barely trained peer completes a repeated call."""
-  from code_t5 import copy_cache  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import copy_cache  # pylint: disable=g-import-not-at-top
   model, _, _ = gpt_peer.train(gpt_peer.token_stream([FILE], vocab), vocab.vocab_size, 2, TINY)
   newline = vocabulary_lib.newline_id(vocab)
   window = ["total = add(first, second)\nresult = add(first"]

@@ -12,11 +12,11 @@ import tensorflow_datasets as tfds
 
 import code_t5  # noqa: F401  (registers the tasks)
 from code_t5 import baselines
-from code_t5 import export
-from code_t5 import infer
 from code_t5 import preprocessors
-from code_t5 import score
 from code_t5 import vocabulary
+from code_t5.modes import export
+from code_t5.modes import infer
+from code_t5.modes import score
 from conftest import PYTHON, QUIET_TF
 
 

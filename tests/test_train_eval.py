@@ -1,4 +1,4 @@
-"""Train and evaluate in one run (gin_configs/train_and_eval.gin, code_t5/train_eval.py): evals
+"""Train and evaluate in one run (gin_configs/train_and_eval.gin, code_t5/modes/train_eval.py): evals
 at the expected steps with their metrics in TensorBoard, the best checkpoint kept out of
 keep_checkpoint_max's rotation and usable as a model dir, the rate lowered and then the run
 stopped on a planted plateau, and a run killed in the middle of an eval that the same command
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from code_t5 import summaries
-from code_t5 import train_eval
+from code_t5.modes import train_eval
 import mesh_main_runs
 from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command,
                       mesh_main_runs_command)

@@ -48,8 +48,8 @@ import gin
 
 from code_t5 import errors
 from code_t5 import files
-from code_t5 import score
-from code_t5 import train_eval
+from code_t5.modes import score
+from code_t5.modes import train_eval
 from code_t5.upstream import checkpoints
 from code_t5.upstream import estimator
 from code_t5.upstream import eval_model

@@ -11,27 +11,23 @@ eval, infer, score or export reads.
 """
 
 from code_t5 import files
-from code_t5 import summaries
-from code_t5 import train_eval
+from code_t5 import gin_config
+from code_t5.modes import train_eval
+from code_t5.upstream import wrapping
 
-_GET_CHECKPOINT_ITERATOR = None
-
-
-def install() -> None:
-  global _GET_CHECKPOINT_ITERATOR
-  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
-  if _GET_CHECKPOINT_ITERATOR is not None:
-    return
-  _GET_CHECKPOINT_ITERATOR = mtf_utils.get_checkpoint_iterator
-
-  def get_checkpoint_iterator(checkpoint_step, model_dir, skip_until=0, stop_after=None,
-                              find_closest=True):
+def _choosing(get_checkpoint_iterator):
+  def chosen(checkpoint_step, model_dir, skip_until=0, stop_after=None, find_closest=True):
     if (checkpoint_step is None and stop_after is None
-        and summaries.run_parameter("mode") == "eval"):
+        and gin_config.run_parameter("mode") == "eval"):
       return train_eval.new_checkpoints(model_dir, skip_until)
     steps = checkpoint_step if isinstance(checkpoint_step, (list, tuple)) else [checkpoint_step]
     if all(isinstance(step, int) for step in steps):
       return list(dict.fromkeys(files.chosen_checkpoint(step, model_dir) for step in steps))
-    return map(files.whole_checkpoint, _GET_CHECKPOINT_ITERATOR(
+    return map(files.whole_checkpoint, get_checkpoint_iterator(
         checkpoint_step, model_dir, skip_until, stop_after, find_closest))
-  mtf_utils.get_checkpoint_iterator = get_checkpoint_iterator
+  return chosen
+
+
+def install() -> None:
+  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
+  wrapping.wrap_once(mtf_utils, "get_checkpoint_iterator", _choosing)

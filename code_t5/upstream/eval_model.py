@@ -8,26 +8,23 @@ import os
 
 from code_t5 import files
 from code_t5 import summaries
+from code_t5.upstream import wrapping
 
-_EVAL_MODEL = None
-
-
-def install() -> None:
-  """Under the entry points."""
-  global _EVAL_MODEL
-  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
-  if _EVAL_MODEL is not None:
-    return
-  _EVAL_MODEL = mtf_utils.eval_model
-
-  def eval_model(estimator, vocabulary, sequence_length, batch_size, dataset_split, model_dir,
-                 eval_dataset_fn, eval_summary_dir, *args, **kwargs):
+def _recording_lengths(eval_model):
+  def recorded(estimator, vocabulary, sequence_length, batch_size, dataset_split, model_dir,
+               eval_dataset_fn, eval_summary_dir, *args, **kwargs):
     if sequence_length is not None:  # None: mesh-tf's longest example, found as it reads them
       written_to = eval_summary_dir or summaries.eval_dir(model_dir, dataset_split)
       if kwargs.get("eval_dir_suffix") is not None:  # as eval_model names its dir
         written_to += f"_{kwargs['eval_dir_suffix']}"
       files.write_atomically(os.path.join(written_to, summaries.EVAL_LENGTHS),
                              json.dumps(sequence_length))
-    return _EVAL_MODEL(estimator, vocabulary, sequence_length, batch_size, dataset_split,
-                       model_dir, eval_dataset_fn, eval_summary_dir, *args, **kwargs)
-  mtf_utils.eval_model = eval_model
+    return eval_model(estimator, vocabulary, sequence_length, batch_size, dataset_split,
+                      model_dir, eval_dataset_fn, eval_summary_dir, *args, **kwargs)
+  return recorded
+
+
+def install() -> None:
+  """Under the entry points."""
+  from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
+  wrapping.wrap_once(mtf_utils, "eval_model", _recording_lengths)

@@ -22,11 +22,12 @@ import gin
 import seqio
 
 from code_t5 import files
+from code_t5 import gin_config
 from code_t5 import preprocessors
-from code_t5 import summaries
 from code_t5 import tasks
 from code_t5 import vocabulary
 from code_t5.data import builder as flcc_builder
+from code_t5.upstream import wrapping
 
 
 class ConfigError(ValueError):
@@ -125,7 +126,7 @@ def _check_vocabularies(task_list) -> None:
 
 def _check_step_counts() -> None:
   for name in _STEP_COUNTS:
-    value = summaries.run_parameter(name)
+    value = gin_config.run_parameter(name)
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
       continue
     if name == "train_steps" and callable(value):
@@ -140,15 +141,15 @@ def _check_checkpoints() -> None:
   (Eval, infer and score check the steps they ask for: files.chosen_checkpoint.)"""
   from absl import flags  # pylint: disable=g-import-not-at-top
   model_dir = flags.FLAGS["model_dir"].value if "model_dir" in flags.FLAGS else None
-  mode = summaries.run_parameter("mode", "train")
+  mode = gin_config.run_parameter("mode", "train")
   if mode == "train":
-    init = summaries.run_parameter("init_checkpoint")
+    init = gin_config.run_parameter("init_checkpoint")
     if init and files.isdir(init):  # TF takes a model dir for its latest checkpoint too
       init = files.chosen_checkpoint(-1, init)
     for path in (init, model_dir and files.latest_checkpoint(model_dir)):
       if path:
         files.whole_checkpoint(path)
-  elif mode.startswith("export") and model_dir and not summaries.run_parameter(
+  elif mode.startswith("export") and model_dir and not gin_config.run_parameter(
       "export_checkpoint_step"):
     files.chosen_checkpoint(-1, model_dir)
 
@@ -166,19 +167,15 @@ def check_config() -> None:
   _check_checkpoints()
 
 
-_PARSE = None
+def _checking(parse_gin_defaults_and_flags):
+  def parsed_and_checked(*args, **kwargs):
+    result = parse_gin_defaults_and_flags(*args, **kwargs)
+    check_config()
+    return result
+  return parsed_and_checked
 
 
 def install() -> None:
   """mesh-tf's parse_gin_defaults_and_flags, then check_config (under the entry point)."""
-  global _PARSE
   from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
-  if _PARSE is not None:
-    return
-  _PARSE = mtf_utils.parse_gin_defaults_and_flags
-
-  def parse_gin_defaults_and_flags(*args, **kwargs):
-    result = _PARSE(*args, **kwargs)
-    check_config()
-    return result
-  mtf_utils.parse_gin_defaults_and_flags = parse_gin_defaults_and_flags
+  wrapping.wrap_once(mtf_utils, "parse_gin_defaults_and_flags", _checking)

@@ -1,5 +1,5 @@
 """mesh-tf's `tpu_estimator_model_fn`, wrapped in every process that imports code_t5: the model
-functions it builds add what a predict_fn asked for (`decoding.predict_also`: the line search's
+functions it builds add what a predict_fn asked for (`search.predict_also`: the line search's
 `top_k_outputs`, `top_k_scores`) to a PREDICT spec's predictions, exported through the same
 lowering, so that infer reads them and the SavedModel's signature returns them.
 
@@ -10,12 +10,13 @@ with `vocabulary` third and `use_tpu` fifth when they come by position.
 import mesh_tensorflow as mtf
 import tensorflow.compat.v1 as tf
 
-from code_t5 import decoding
+from code_t5.decoding import search
+from code_t5.upstream import wrapping
 
 
 def add_predictions(model_fn_builder):
   """mesh-tf's `tpu_estimator_model_fn`, whose model functions add what the predict_fn asked
-  for (`decoding.predict_also`) to a PREDICT spec's predictions."""
+  for (`search.predict_also`) to a PREDICT spec's predictions."""
   def build(*args, **kwargs):
     model_fn = model_fn_builder(*args, **kwargs)
     vocabulary = kwargs["vocabulary"] if "vocabulary" in kwargs else args[2]
@@ -24,9 +25,9 @@ def add_predictions(model_fn_builder):
     def model_fn_adding_predictions(features, labels, mode, params=None, config=None):
       from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
       predict_batch_size = features.get("predict_batch_size")
-      decoding.forget_predictions_asked()
+      search.forget_predictions_asked()
       spec = model_fn(features, labels, mode, params=params, config=config)
-      asked, finish = decoding.predictions_asked()
+      asked, finish = search.predictions_asked()
       if not asked:
         return spec
       [lowering] = [hook._lowering for hook in spec.prediction_hooks  # pylint: disable=protected-access
@@ -50,12 +51,10 @@ def add_predictions(model_fn_builder):
           tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
               tf.estimator.export.PredictOutput(spec.predictions)})
     return model_fn_adding_predictions
-  build.adds_predictions = True
   return build
 
 
 def install() -> None:
   """In every process that imports code_t5 (upstream.install)."""
   from mesh_tensorflow.transformer import utils as mtf_utils  # pylint: disable=g-import-not-at-top
-  if not getattr(mtf_utils.tpu_estimator_model_fn, "adds_predictions", False):
-    mtf_utils.tpu_estimator_model_fn = add_predictions(mtf_utils.tpu_estimator_model_fn)
+  wrapping.wrap_once(mtf_utils, "tpu_estimator_model_fn", add_predictions)

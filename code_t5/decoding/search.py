@@ -9,7 +9,7 @@ differs per example: `mtf.beam_search` grows the line search's hypotheses so, an
 
 Use them through `utils.run.predict_fn` (gin_configs/beam_search.gin; models/causal.gin); they
 serve the infer, eval and export_infer modes alike. Both heal the prefix's last pieces first
-when `code_t5.token_healing.pieces` says so (`code_t5.healing`).
+when `code_t5.token_healing.pieces` says so (`code_t5/decoding/healing.py`).
 
 Both read the inputs through `served_inputs`: mesh-tf's export appends an EOS to every request
 (`dataset.encode_all_features`), which is the prefix LM's delimiter but no part of what a
@@ -23,10 +23,10 @@ import mesh_tensorflow as mtf
 from mesh_tensorflow.transformer import transformer
 import tensorflow.compat.v1 as tf
 
-from code_t5 import copy_cache
-from code_t5 import healing
+from code_t5 import gin_config
 from code_t5 import preprocessors
-from code_t5 import summaries
+from code_t5.decoding import copy_cache
+from code_t5.decoding import healing
 from code_t5.vocabulary import EOS_ID, NEWLINE_ID
 
 
@@ -41,7 +41,7 @@ def served_inputs(inputs):
 @gin.configurable(module="code_t5")
 def token_healing(pieces=0):
   """How many of a prefix's last pieces decoding takes off and writes again, each step held to
-  the text taken off (`code_t5.healing`): greedy decoding and the line search ask here. 0: none."""
+  the text taken off (`code_t5/decoding/healing.py`): greedy decoding and the line search ask here. 0: none."""
   return pieces
 
 
@@ -94,7 +94,7 @@ class _Healing:
 
 
 class _CopyCache:
-  """The copy cache (code_t5/copy_cache.py) on mtf tensors: each step's logits, made the
+  """The copy cache (code_t5/decoding/copy_cache.py) on mtf tensors: each step's logits, made the
   log-probabilities of the model mixed with what followed the line's last tokens earlier in
   the prefix `inputs` [batch dims, length]. Each slice computes the whole vocabulary, in a
   dimension no layout splits, as token healing's mask does."""
@@ -184,7 +184,7 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   rest of a line the full-line Task holds. With `token_healing`, the prefix's last pieces are
   written again first, held to their text, and cut off after. With `code_t5.copy_cache`, each
   step's distribution is the model's mixed with what followed the line's last tokens earlier
-  in the prefix (code_t5/copy_cache.py).
+  in the prefix (code_t5/decoding/copy_cache.py).
 
   `stop_at_line_end`: the loop ends once every row of the batch has written a line end (a
   causal model trained on files ends a line so, not with EOS); else at EOS or the targets'
@@ -196,7 +196,7 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   healer = _Healing(model, inputs, pieces) if pieces else None
   if healer:
     inputs = healer.inputs
-  steps = summaries.run_parameter("sequence_length")["targets"] + pieces
+  steps = gin_config.run_parameter("sequence_length")["targets"] + pieces
   mesh = inputs.mesh
   batch_dims, length_dim = inputs.shape.dims[:-1], inputs.shape.dims[-1]
   reader = _PrefixReader(model, mtf.pad(inputs, [0, steps], length_dim.name), variable_dtype)
@@ -338,7 +338,7 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
     raise ValueError(f"code_t5.prefix_lm_beam_search.top_k = {top_k}: must be between 1 and "
                      f"beam_size = {beam_size}")
   if max_steps is None:
-    max_steps = summaries.run_parameter("sequence_length")["targets"]
+    max_steps = gin_config.run_parameter("sequence_length")["targets"]
   inputs = served_inputs(features["inputs"])
   pieces = token_healing()
   healer = _Healing(model, inputs, pieces) if pieces else None

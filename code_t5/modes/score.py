@@ -32,9 +32,9 @@ from mesh_tensorflow.transformer import utils as mtf_utils
 import tensorflow.compat.v1 as tf
 import tensorflow_datasets as tfds
 
-from code_t5 import decoding
 from code_t5 import preprocessors
-from code_t5 import json_lines
+from code_t5.decoding import search
+from code_t5.modes import json_lines
 from code_t5.vocabulary import newline_id
 
 
@@ -52,7 +52,7 @@ def inputs_mask(ids, eos_id=1):
   padding after a row's last EOS inputs again, and the prefix LM's inputs attend to each other
   in both directions: in a row that is not packed (score, perplexity eval) its prefix would
   read the padding, which training (packed, the padding a segment of its own) and decoding
-  (`decoding._PrefixReader`) never do. Every loss already leaves padding out."""
+  (`search._PrefixReader`) never do. Every loss already leaves padding out."""
   if preprocessors.inputs_delimiter():
     return mtf.logical_and(_MESH_TF_INPUTS_MASK(ids, eos_id), mtf.not_equal(ids, 0))
   return mtf.not_equal(ids, ids)
@@ -103,10 +103,10 @@ def completion_scores(model, features, variable_dtype):
                                 variable_dtype=variable_dtype)
   _, length_dim, vocab_dim = logits.shape.dims
   # The completion's end, EOS, scored as the line search scores it: the line ends here, at a
-  # newline or EOS (decoding.line_end_logits).
-  logits = decoding.line_end_logits(mtf.cast(logits, tf.float32), vocab_dim)
+  # newline or EOS (search.line_end_logits).
+  logits = search.line_end_logits(mtf.cast(logits, tf.float32), vocab_dim)
   cross_entropy = mtf.layers.softmax_cross_entropy_with_logits(
-      logits, decoding.line_end_targets(ids), vocab_dim)
+      logits, search.line_end_targets(ids), vocab_dim)
   cross_entropy *= mtf.cast(mtf.logical_and(scored, mtf.greater(ids, 0)), tf.float32)
   return -mtf.reduce_sum(cross_entropy, reduced_dim=length_dim)
 
@@ -117,7 +117,7 @@ def score_completions(estimator, input_fn, eval_checkpoint_step, model_dir, voca
   """Writes `<output_filename>-<step>` for each checkpoint `eval_checkpoint_step` names (a
   step, a list of steps or -1 for the latest, as eval reads it): line i is log P(completion
   i, then the line's end | prefix i), in nats: the line search's score of that completion
-  (decoding.line_end_logits). Returns the last checkpoint's scores.
+  (search.line_end_logits). Returns the last checkpoint's scores.
 
   mesh-tf's `score_with_estimator` finds the padding rows by looking at the targets it gets
   back, which a vocabulary that detokenizes in the graph (ours) has already turned into

@@ -17,7 +17,7 @@ from mesh_tensorflow.transformer import utils as mtf_utils
 import tensorflow.compat.v1 as tf
 
 from code_t5 import preprocessors
-from code_t5 import json_lines
+from code_t5.modes import json_lines
 from code_t5.vocabulary import newline_id
 
 

@@ -48,6 +48,7 @@ from typing import Optional
 import gin
 
 from code_t5 import files
+from code_t5 import gin_config
 from code_t5 import progress
 from code_t5 import summaries
 
@@ -271,7 +272,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
   after the training's last step (its run.train_steps) or `idle_minutes` without a new one."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
   idle_minutes, metric, task, min_delta = sibling_eval()
-  split = summaries.run_parameter("dataset_split", "train")  # utils.run's default
+  split = gin_config.run_parameter("dataset_split", "train")  # utils.run's default
   record = _open_record(model_dir, metric, task, split)
   evaluated = {e["step"] for e in record["evals"]}
   last_new = time.monotonic()

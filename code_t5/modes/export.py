@@ -11,8 +11,8 @@ vocabulary is the one hook inside that graph, so the serving Task's inputs vocab
 import gin
 import seqio
 
+from code_t5 import gin_config
 from code_t5 import preprocessors
-from code_t5 import summaries
 from code_t5 import vocabulary
 
 
@@ -21,7 +21,7 @@ class ServingVocabulary(vocabulary.FlccVocabulary):
   (at utils.run.sequence_length["inputs"]); mesh-tf appends the EOS after it."""
 
   def _encode_tf(self, s):
-    inputs_length = summaries.run_parameter("sequence_length")["inputs"]
+    inputs_length = gin_config.run_parameter("sequence_length")["inputs"]
     return preprocessors.inputs_window(super()._encode_tf(s), inputs_length,
                                        vocabulary.newline_id(self))
 

@@ -3,8 +3,8 @@ agrees most with all of them (minimum Bayes risk under edit similarity).
 
 The line search (beam_search.gin) gives the k likeliest lines with their log-probabilities.
 The file gives two more, which the model, reading a window of it (the line search has no copy
-cache), often misses: copy-line (`baselines.copy_similar_line`), the rest of the earlier
-line that best matches what is typed, and copy-next (`baselines.copy_next_line`), the line
+cache), often misses: copy-line (`copying.copy_similar_line`), the rest of the earlier
+line that best matches what is typed, and copy-next (`copying.copy_next_line`), the line
 that followed the line before the cursor where it stood before. Each line is evidence of
 what the user will type: copy-line's weighted by `copy_weight`, copy-next's by
 `next_weight`, the model's lines sharing the rest by their probability (flattened by
@@ -22,8 +22,8 @@ from typing import Sequence, Tuple
 
 import gin
 
-from code_t5 import baselines
 from code_t5 import metrics
+from code_t5.decoding import copying
 
 
 @gin.configurable(module="code_t5")
@@ -38,9 +38,9 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
     completions: the line search's lines (TOP_K of them), best first.
     scores: their log-probabilities in nats; a line scored -inf is left out.
     copy_weight: the share of the evidence that copy-line's line carries
-      (`baselines.copy_similar_line`; left out where it has none: no earlier line is longer
+      (`copying.copy_similar_line`; left out where it has none: no earlier line is longer
       than the typed one).
-    next_weight: the share that copy-next's line carries (`baselines.copy_next_line`: what
+    next_weight: the share that copy-next's line carries (`copying.copy_next_line`: what
       followed the line before the cursor where it stood before; left out where it has none).
     temperature: the model's log-probabilities are divided by it before the softmax; above 1
       the less likely lines count for more. The model's lines share what the two leave.
@@ -60,8 +60,8 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
   # A copy of weight 0 is neither evidence nor a candidate: copy_weight = next_weight = 0
   # chooses among the model's lines alone (model_consensus_line).
   copied = [(line, weight) for line, weight in
-            ((baselines.copy_similar_line(prefix), copy_weight),
-             (baselines.copy_next_line(prefix), next_weight)) if line and weight > 0]
+            ((copying.copy_similar_line(prefix), copy_weight),
+             (copying.copy_next_line(prefix), next_weight)) if line and weight > 0]
   evidence = {}  # line -> weight; a line found twice counts twice
   if searched:
     best = max(score for _, score in searched)
