@@ -144,7 +144,7 @@ def _source_file(path):
   return os.path.join(os.path.dirname(list(package.submodule_search_locations)[0]), path)
 
 
-@pytest.mark.parametrize("doc", DOCS)
+@pytest.mark.parametrize("doc", DOCS + ("docs/REFERENCE.md",))
 def test_every_function_the_docs_name_exists_where_they_say(doc):
   with open(os.path.join(REPO_ROOT, doc)) as f:
     places = set(NAMED_PLACE.findall(f.read()))
@@ -178,13 +178,34 @@ def _layers():
           for layer, names in rows for name in re.findall(r"`([\w/]+)`", names)}
 
 
+def _section(path, heading):
+  with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+    return f.read().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def test_the_figures_readme_quotes_are_benchmarks_current_ones():
+  """Every number in README's "What to expect" table stands in BENCHMARKS' "The current
+  defaults" table, on the row of the same claim (the rows are in the same order)."""
+  readme = [line for line in _section("README.md", "What to expect").splitlines()
+            if line.startswith("| ")][2:]
+  benchmarks = [line for line in _section("BENCHMARKS.md", "The current defaults").splitlines()
+                if line.startswith("| ")][2:]
+  assert len(readme) == len(benchmarks) == 5
+  for quoted, measured in zip(readme, benchmarks):
+    figures = FIGURE.findall(quoted.split(" | ")[-1])
+    assert figures and set(figures) <= set(FIGURE.findall(measured.split(" | ")[1])), (
+        quoted, measured)
+
+
 def test_the_bad_input_table_is_the_tests_rows():
   """CONTRIBUTING.md's "Bad input" table lists tests/test_bad_input.py's rows, in order, each
   with the line its test expects."""
   import test_bad_input  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(REPO_ROOT, "CONTRIBUTING.md"), encoding="utf-8") as f:
-    section = f.read().split("\n## Bad input\n", 1)[1].split("\n## ", 1)[0]
-  table = [line for line in section.splitlines() if line.startswith("| ")][2:]
+  table = [line for line in _section("CONTRIBUTING.md", "Bad input").splitlines()
+           if line.startswith("| ")][2:]
   assert table == [test_bad_input.table_row(row) for row in test_bad_input.ROWS]
   assert len(table) >= 25
 

@@ -1,0 +1,38 @@
+"""What `make venv` installs and when, read from make's own plan (`make -n`) and the locks."""
+
+import re
+import shutil
+import subprocess
+
+from conftest import REPO_ROOT
+
+
+def _plan(*args):
+  proc = subprocess.run([shutil.which("make"), "-n", "-C", REPO_ROOT, *args],
+                        capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr
+  return proc.stdout
+
+
+def test_a_venv_made_from_one_lock_is_synced_again_for_another():
+  assert "pip sync" not in _plan("venv")  # this checkout's venv, made from the CPU lock
+  plan = _plan("venv", "LOCK=requirements/gpu.lock")
+  assert "uv pip sync --python .venv/bin/python --compile-bytecode requirements/gpu.lock" in plan
+  assert "scripts/check_prerequisites" in plan  # checked first, before anything is made
+
+
+def _pins(lock):
+  with open(f"{REPO_ROOT}/requirements/{lock}") as f:
+    return dict(re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", f.read(), re.M))
+
+
+def test_the_main_locks_hold_no_torch_and_the_torch_lock_a_registry_build():
+  # PyPI holds no `+cpu` build: a local version in a lock would not install from it.
+  for lock in ("cpu.lock", "gpu.lock"):
+    assert "torch" not in _pins(lock), lock
+  torch = _pins("torch.lock")
+  assert torch["torch"] == "2.13.0"
+  assert not [f"{n}=={v}" for n, v in {**_pins("cpu.lock"), **torch}.items() if "+" in v]
+  # torch's lock keeps every package the main lock shares with it at the main lock's pin.
+  shared = set(torch) & set(_pins("cpu.lock"))
+  assert shared and all(torch[n] == _pins("cpu.lock")[n] for n in shared)
