@@ -2,6 +2,8 @@
 
 import subprocess
 
+import pytest
+
 from conftest import PYTHON, REPO_ROOT
 
 
@@ -37,12 +39,21 @@ def test_mesh_transformer_main_helpfull_lists_t5_flags():
   assert "--t5_tfds_data_dir" in proc.stdout and "--gin_location_prefix" in proc.stdout
 
 
-def test_t5_models_imports_without_torch_and_still_offers_the_hf_model():
+def test_t5_models_imports_without_torch():
+  """The main lock has no torch (`make torch` adds it): t5.models must import all the same."""
   proc = _python(
       "import sys, t5.models\n"
       "from t5.models import mesh_transformer, mtf_model\n"
       "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
-      "assert not [f for f in sys.meta_path if type(f).__name__ == '_PatchBeforeMeshTensorflow']\n"
+      "assert not [f for f in sys.meta_path if type(f).__name__ == '_PatchBeforeMeshTensorflow']\n")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_t5_models_still_offers_the_hf_model_where_torch_is_installed():
+  pytest.importorskip("torch", reason="t5's HfPyTorchModel needs torch: make torch")
+  proc = _python(
+      "import sys, t5.models\n"
+      "assert 'torch' not in sys.modules\n"
       "from t5.models import HfPyTorchModel\n"
       "import t5.models.hf_model as real\n"
       "assert HfPyTorchModel is real.HfPyTorchModel is t5.models.HfPyTorchModel\n"
