@@ -122,13 +122,13 @@ def whole_checkpoint(path: str) -> str:
 def chosen_checkpoint(step: int, model_dir: str) -> str:
   """The checkpoint of `step` in `model_dir` (-1: the latest), whole. mesh-tf would take the
   closest step and say so only in its log; a step that is not there is an error here."""
-  steps = checkpoint_steps(model_dir)
   if step == -1:
     path = latest_checkpoint(model_dir)
     if path is None:
       raise CheckpointError(f"no checkpoint in {model_dir}: train there first, or give the "
                             "--model_dir that holds the model")
     return whole_checkpoint(path)
+  steps = checkpoint_steps(model_dir)
   if step not in steps:
     kept = ", ".join(map(str, steps)) if steps else "none"
     raise CheckpointError(f"no checkpoint at step {step} in {model_dir}: steps {kept} "

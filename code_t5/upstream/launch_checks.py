@@ -109,17 +109,15 @@ def _check_vocabularies(task_list) -> None:
       raise ConfigError(f"{data_dir}: no such data dir (--t5_tfds_data_dir): build a dataset "
                         f"there with `python -m code_t5.data build --data_dir={data_dir}`, or "
                         "name the data dir that holds one")
-    languages = ([vocab.name] if vocab.name != vocabulary.SHARED
-                 else tasks.built_languages(data_dir))
-    unbuilt = [lang for lang in languages
-               if flcc_builder.finished_builder(data_dir, lang) is None]
-    if vocab.name != vocabulary.SHARED and unbuilt:
+    if vocab.name == vocabulary.SHARED:  # trained over the languages built
+      which = f"--languages={','.join(tasks.built_languages(data_dir))}"
+    elif flcc_builder.finished_builder(data_dir, vocab.name) is None:
       raise ConfigError(
           f"{flcc_builder.builder_dir(data_dir, vocab.name)}: not built (Task {task.name}): "
           f"run `python -m code_t5.data build --data_dir={data_dir} --language={vocab.name}`, "
           f"then `python -m code_t5.data vocab --data_dir={data_dir} --language={vocab.name}`")
-    which = (f"--languages={','.join(languages)}" if vocab.name == vocabulary.SHARED
-             else f"--language={vocab.name}")
+    else:
+      which = f"--language={vocab.name}"
     raise ConfigError(f"{path}: no vocabulary (Task {task.name}): run `python -m code_t5.data "
                       f"vocab --data_dir={data_dir} {which}` first")
 
