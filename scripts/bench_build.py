@@ -6,8 +6,10 @@ standard library (each copy made unique, so de-duplication keeps it), then in on
   2. builds flcc/python from it in this process, reading and filtering on each number of
      worker processes in --workers (default: 1),
   3. with --beam_workers=1,2, builds it again on Beam's DirectRunner with each number of
-     worker processes (multi_processing mode; each worker imports TensorFlow once).
-Prints a table and writes JSON (--json).
+     worker processes (multi_processing mode; each worker imports TensorFlow once);
+each build once per --near_duplicates mode (default: off, then holdout, the default of
+`code_t5.data build`; the tree's copies of one module are near-duplicates of each other, as
+vendored copies are). Prints a table and writes JSON (--json).
 
   .venv/bin/python scripts/bench_build.py --files=20000 --workers=1,2 --beam_workers=1,2 \
     --json=bench_build.json
@@ -21,6 +23,7 @@ import tempfile
 import time
 
 from code_t5.data import builder
+from code_t5.data import near_duplicates
 from code_t5.data import tree_writer
 
 
@@ -61,6 +64,8 @@ def main():
                       help="comma-separated worker counts of the in-process build")
   parser.add_argument("--beam_workers", default="",
                       help="comma-separated worker counts: also time Beam's DirectRunner with each")
+  parser.add_argument("--near_duplicates", default="off,holdout",
+                      help="comma-separated modes: every build runs once with each")
   parser.add_argument("--json", default=None)
   parser.add_argument("--workdir", default=None, help="default: a temporary directory")
   args = parser.parse_args()
@@ -73,30 +78,41 @@ def main():
   (files, total), read_seconds = timed(lambda: plain_read(tree))
   rows = [("plain read", files, total, read_seconds)]
 
-  runs = [(f"build (in process, {workers} worker{'s' * (workers != 1)})", None, (), workers)
+  runs = [(f"in process, {workers} worker{'s' * (workers != 1)}", None, (), workers)
           for workers in map(int, filter(None, args.workers.split(",")))]
-  runs = runs or [("build (in process)", None, (), 1)]
+  runs = runs or [("in process", None, (), 1)]
   for workers in filter(None, args.beam_workers.split(",")):
-    runs.append((f"build (Beam, {workers} worker{'s' * (workers != '1')})", "DirectRunner",
+    runs.append((f"Beam, {workers} worker{'s' * (workers != '1')}", "DirectRunner",
                  (f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"),
                  1))
-  reports = []
-  for name, runner, flags, workers in runs:
-    data_dir = os.path.join(workdir, "tfds_" + name.split("(")[1].rstrip(")").replace(" ", "_")
-                            .replace(",", ""))
-    shutil.rmtree(data_dir, ignore_errors=True)
-    report, seconds = timed(lambda: builder.build(tree, data_dir, "python", beam_runner=runner,
-                                                  beam_flags=flags, workers=workers))
-    reports.append({k: v for k, v in report.items() if k not in ("options", "fingerprint")})
-    rows.append((name, report["files_processed"], total, seconds))
-  same = all(r == reports[0] for r in reports)
+  reports = {}
+  for number, (name, runner, flags, workers) in enumerate(runs):
+    for mode in args.near_duplicates.split(","):
+      data_dir = os.path.join(workdir, f"tfds_{number}_{mode}")
+      shutil.rmtree(data_dir, ignore_errors=True)
+      options = builder.BuildOptions(near_duplicates=near_duplicates.Options(mode))
+      report, seconds = timed(lambda: builder.build(
+          tree, data_dir, "python", options, beam_runner=runner, beam_flags=flags,
+          workers=workers))
+      reports.setdefault(mode, []).append(
+          {k: v for k, v in report.items() if k not in ("options", "fingerprint")})
+      rows.append((f"build ({name}; near-duplicates {mode})", report["files_processed"], total,
+                   seconds))
+      shutil.rmtree(data_dir, ignore_errors=True)
+  same = all(r == same_mode[0] for same_mode in reports.values() for r in same_mode)
 
   print(f"\ntree: {files} files, {total / 1e6:.1f} MB (generated in {gen_seconds:.1f} s); "
-        f"the builds' reports {'agree' if same else 'DIFFER'}")
-  print(f"{'step':<28}{'files':>8}{'seconds':>10}{'files/s':>10}{'MB/s':>8}")
+        f"the reports of builds of one mode {'agree' if same else 'DIFFER'}")
+  for mode, mode_reports in reports.items():
+    near = mode_reports[0]["near_duplicates"]
+    if near["mode"] != near_duplicates.OFF:
+      print(f"near-duplicates {mode}: "
+            + "; ".join(near_duplicates.report_lines(near).values()))
+  width = max(len(row[0]) for row in rows) + 2
+  print(f"{'step':<{width}}{'files':>8}{'seconds':>10}{'files/s':>10}{'MB/s':>8}")
   results = []
   for name, n, size, seconds in rows:
-    print(f"{name:<28}{n:>8}{seconds:>10.2f}{n / seconds:>10.0f}{size / 1e6 / seconds:>8.1f}")
+    print(f"{name:<{width}}{n:>8}{seconds:>10.2f}{n / seconds:>10.0f}{size / 1e6 / seconds:>8.1f}")
     results.append({"step": name, "files": n, "bytes": size, "seconds": round(seconds, 3),
                     "files_per_s": round(n / seconds, 1),
                     "mb_per_s": round(size / 1e6 / seconds, 2)})

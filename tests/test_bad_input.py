@@ -294,6 +294,19 @@ ROWS = [
                   "--ratios=0.5,0.6"),
         lambda c: "argument --ratios: need train,validation,test ratios summing to 1, got "
                   "'0.5,0.6'", lambda c: [c.path("tfds", "flcc")], code=2),
+    Row("a near-duplicate threshold out of range", "code_t5.data",
+        _data_cli("build", "--flcc_dir={case.tree}", "--data_dir={case.tmp}/tfds",
+                  "--near_duplicate_threshold=1.5"),
+        lambda c: "argument --near_duplicate_threshold: need a Jaccard similarity in (0, 1], "
+                  "got '1.5'", lambda c: [c.path("tfds", "flcc")], code=2),
+    Row("a folder of repositories that is not there", "code_t5.data",
+        _data_cli("build", "--repos_dir={case.tmp}/no_such", "--data_dir={case.tmp}/tfds"),
+        lambda c: f"code_t5.data build: error: {c.tmp}/no_such: no such directory",
+        lambda c: [c.path("tfds", "flcc"), c.path("tfds", "downloads", "*", "v3")]),
+    Row("repositories on gs://", "code_t5.data",
+        _data_cli("build", "--repos_dir=gs://bucket/repos", "--data_dir={case.tmp}/tfds"),
+        lambda c: "gs://bucket/repos: repositories are read from local checkouts (git runs on "
+                  "them); clone or copy them here first", lambda c: [c.path("tfds", "flcc")]),
     Row("vocab of a data dir not built", "code_t5.data",
         _data_cli("vocab", "--data_dir={case.tmp}"),
         lambda c: f"code_t5.data vocab: error: {c.tmp}/flcc/python: dataset not built; run "

@@ -1,17 +1,21 @@
 """python -m code_t5.data {build,vocab,dev}: from an FLCC tree to a TFDS dataset and vocabulary.
 
-  build  FLCC v3 tree -> `flcc/<language>` in the TFDS data dir, with a filter/split report
+  build  FLCC v3 tree (or a published archive of one, or a folder of your own repositories:
+         --repos_dir) -> `flcc/<language>` in the TFDS data dir, with a filter/split report;
+         near-duplicates of train files are taken out of validation and test
   vocab  train split of `flcc/<language>` -> sentencepiece model in the same data dir;
          `--languages=a,b,...`: one model shared by several built languages
   dev    no download: the interpreter's standard library (with --source=environment, and the
          installed packages beside it; with --language=cpp, Abseil's C++ headers from the
-         TensorFlow wheel) as an FLCC tree, then build + vocab
+         TensorFlow wheel; with --repos_dir, your own repositories) as an FLCC tree, then
+         build + vocab
 
 Every step can be rerun after an interruption: finished outputs are reused, unfinished ones
 were never renamed into place.
 """
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -22,6 +26,8 @@ from code_t5 import files
 from code_t5 import vocabulary
 from code_t5.data import archive as archive_lib
 from code_t5.data import flcc
+from code_t5.data import near_duplicates
+from code_t5.data import repositories
 from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
 
@@ -55,6 +61,16 @@ def _positive_int(text):
   return value
 
 
+def _jaccard(text):
+  try:
+    value = float(text)
+  except ValueError:
+    value = -1.0
+  if not 0 < value <= 1:
+    raise argparse.ArgumentTypeError(f"need a Jaccard similarity in (0, 1], got {text!r}")
+  return value
+
+
 def _language(text):
   try:
     return flcc.canonical_language(text)
@@ -69,11 +85,21 @@ def _languages(text):
   return languages
 
 
+REPOS_DIR_HELP = (
+    "a local folder of your own repositories (git checkouts need local disk; not gs://): "
+    "each git repository under it is one repository (its HEAD, with file times and METADATA "
+    "from git log), each folder holding none is one repository of its files; a broken one "
+    "is named, skipped and counted")
 LANGUAGE_HELP = ("ours (python, cpp, csharp, ...) or the tree's own spelling "
                  "(Python, C++, C#, JavaScript, ...), any case")
 
 
 def _print_report(report: dict, command: str) -> None:
+  report = dict(report)
+  lines = near_duplicates.report_lines(report.pop("near_duplicates", {}))
+  warnings = report.pop("warnings", ())
+  report.update(lines)
+  report["warnings"] = warnings
   width = max(len(k) for k in report)
   for key, value in report.items():
     if key == "splits":
@@ -92,9 +118,33 @@ def _require_local(path: str, why: str) -> None:
     raise UsageError(f"{path}: {why}")
 
 
+def _repositories_tree(repos_dir: str, tree_dir: str) -> str:
+  """Writes (or reuses) the FLCC tree of a folder of repositories; prints what it holds."""
+  _require_local(repos_dir, "repositories are read from local checkouts (git runs on them); "
+                 "clone or copy them here first")
+  manifest = repositories.write_tree(repos_dir, tree_dir)
+  print(f"{'reused' if manifest['reused'] else 'wrote'} the FLCC tree of {repos_dir} in "
+        f"{tree_dir}: {repositories.summary(manifest)}")
+  return tree_dir
+
+
+def default_workers(options) -> int:
+  """--workers unless given: a signature costs a file about 5 times its read and filters
+  (BENCHMARKS.md, "Near-duplicates"), so then the plan is spread over the CPUs; else one
+  process, as reads alone did not pay for a second (BENCHMARKS.md, "Building the dataset")."""
+  return min(os.cpu_count() or 1, 4) if options.near_duplicates.on else 1
+
+
 def cmd_build(args) -> dict:
   from code_t5.data import builder  # pylint: disable=g-import-not-at-top  (imports TF)
   provenance = {}
+  if args.command == "build" and args.repos_dir:  # (dev has written its tree already)
+    downloads = args.download_dir or os.path.join(args.data_dir, "downloads")
+    _require_local(downloads, "the FLCC tree of --repos_dir is written on local disk; give "
+                   "--download_dir=<a local directory> (--data_dir may stay where it is)")
+    args.flcc_dir = _repositories_tree(args.repos_dir, os.path.join(
+        downloads, "repositories-" + hashlib.sha1(
+            os.path.abspath(args.repos_dir).encode("utf-8")).hexdigest()[:12]))
   if getattr(args, "archive", None):
     downloads = args.download_dir or os.path.join(args.data_dir, "downloads")
     _require_local(downloads, "an archive is downloaded and extracted on local disk, where "
@@ -108,12 +158,13 @@ def cmd_build(args) -> dict:
       ratios=args.ratios, holdout_prefixes=args.holdout_prefixes,
       filters=flcc.Filters(args.max_line_length, args.max_file_bytes),
       archive=provenance.get("archive", ""), archive_sha256=provenance.get("sha256", ""),
-      strict=args.strict)
+      strict=args.strict,
+      near_duplicates=near_duplicates.Options(args.near_duplicates, args.near_duplicate_threshold))
   # `dev --overwrite` retrains the vocabulary only; `build --overwrite` replaces the dataset.
   replace = args.command == "build" and args.overwrite
   report = builder.build(args.flcc_dir, args.data_dir, args.language, options,
                          beam_runner=args.beam_runner, beam_flags=args.beam_options.split(),
-                         overwrite=replace, workers=args.workers)
+                         overwrite=replace, workers=args.workers or default_workers(options))
   vocab = vocabulary.vocab_path(args.data_dir, args.language)
   if replace and files.exists(vocab):
     print(f"note: {vocab} was trained on the dataset this build replaced; "
@@ -210,8 +261,15 @@ def dev_tree_dir(root: str, language: str) -> str:
 def dev_source(args) -> str:
   """The dev source `dev` writes: --source, else --language's first (DEV_SOURCES); sets
   args.language to its language and args.root to data/dev (a language's first source) or
-  data/dev_<source> unless given, so that each source has its own data dir."""
+  data/dev_<source> unless given, so that each source has its own data dir. With --repos_dir:
+  "repos", --language as given (python by default), data/dev_repos."""
   language = args.language or "python"
+  if args.repos_dir:
+    if args.source:
+      raise UsageError("--source and --repos_dir both name the code to write: give one")
+    args.language = language
+    args.root = args.root or f"{DEFAULT_DEV_ROOT}_repos"
+    return "repos"
   source = args.source or tree_writer.default_dev_source(language)
   if source is None:
     raise UsageError(f"no dev tree for {language}: dev writes "
@@ -234,13 +292,22 @@ def cmd_dev(args) -> None:
                  "--root (--data_dir may be gs://)")
   flcc_dir = dev_tree_dir(args.root, args.language)
   args.data_dir = args.data_dir or os.path.join(args.root, "tfds")
-  if files.isdir(os.path.join(flcc_dir, "v3")):
+  if source == "repos":
+    _repositories_tree(args.repos_dir, flcc_dir)
+  elif files.isdir(os.path.join(flcc_dir, "v3")):
     print(f"dev tree exists: {flcc_dir}")
   else:
     print(f"writing {tree_writer.DEV_SOURCES[source].what} as an FLCC v3 tree to {flcc_dir} ...")
     tree_writer.write_dev_tree(flcc_dir, max_files=args.max_files, source=source)
   args.flcc_dir = flcc_dir
-  cmd_build(args)
+  try:
+    cmd_build(args)
+  except flcc.BuildMismatchError as e:  # dev --overwrite retrains the vocabulary only
+    raise flcc.BuildMismatchError(
+        str(e).replace("--overwrite replaces it", "replace it with `python -m code_t5.data "
+                       f"build --flcc_dir={flcc_dir} --data_dir={args.data_dir} --language="
+                       f"{args.language} --ratios={flcc.ratios_text(args.ratios)} --overwrite`, "
+                       "then `dev --overwrite` retrains its vocabulary")) from None
   cmd_vocab(args)
 
 
@@ -251,9 +318,11 @@ def _add_build_flags(parser, need_source, ratios=flcc.DEFAULT_RATIOS):
     source.add_argument("--archive",
                         help="a published FLCC archive (.tar.gz/.zip), local path or http(s) "
                              "URL; downloads resume, extraction goes to --download_dir")
+    source.add_argument("--repos_dir", help=REPOS_DIR_HELP)
     parser.add_argument("--download_dir", default=None,
-                        help="local directory for an --archive's download and extracted tree "
-                             "(default: DATA_DIR/downloads; give one when DATA_DIR is gs://)")
+                        help="local directory for an --archive's download and extracted tree, "
+                             "or the tree written from --repos_dir (default: "
+                             "DATA_DIR/downloads; give one when DATA_DIR is gs://)")
     parser.add_argument("--archive_sha256", default=None,
                         help="fail unless the archive has this sha-256")
   parser.add_argument("--language", default="python", type=_language, help=LANGUAGE_HELP)
@@ -267,9 +336,20 @@ def _add_build_flags(parser, need_source, ratios=flcc.DEFAULT_RATIOS):
   parser.add_argument("--max_line_length", type=int, default=flcc.Filters.max_line_length,
                       help="skip files with a longer line (characters)")
   parser.add_argument("--max_file_bytes", type=int, default=flcc.Filters.max_file_bytes)
-  parser.add_argument("--workers", type=_positive_int, default=1,
-                      help="processes that read and filter the tree in a build without Beam; "
-                           "the dataset is the same for any number")
+  parser.add_argument("--near_duplicates", choices=near_duplicates.MODES,
+                      default=near_duplicates.HOLDOUT,
+                      help="after the split: holdout removes every validation and test file "
+                           "with a near-duplicate in train; drop also keeps one file of each "
+                           "group of near-duplicates within train; off judges none")
+  parser.add_argument("--near_duplicate_threshold", type=_jaccard,
+                      default=near_duplicates.DEFAULT_THRESHOLD,
+                      help="Jaccard similarity of 5-token shingles (MinHash's estimate) at "
+                           "which two files are near-duplicates")
+  parser.add_argument("--workers", type=_positive_int, default=None,
+                      help="processes that read, filter and sign the tree in a build without "
+                           "Beam; the dataset is the same for any number. Default: the CPUs "
+                           "(at most 4) while near-duplicates are judged (their signatures are "
+                           "most of a build), else 1")
   parser.add_argument("--beam_runner", default=None,
                       help="build with Apache Beam on this runner (DirectRunner here; "
                            "DataflowRunner, FlinkRunner... for the 500 GB parts)")
@@ -311,6 +391,8 @@ def make_parser():
                                     "(--source=environment) or Abseil's headers (--language=cpp)")
   dev.add_argument("--source", default=None, choices=sorted(tree_writer.DEV_SOURCES),
                    help="default: the language's first: stdlib (python), abseil (cpp)")
+  dev.add_argument("--repos_dir", default=None, help=REPOS_DIR_HELP + "; the default root is "
+                   f"{DEFAULT_DEV_ROOT}_repos")
   dev.add_argument("--root", default=None,
                    help="writes ROOT/flcc (the tree; ROOT/flcc_cpp for C++) and ROOT/tfds "
                         f"(the data dir); default {DEFAULT_DEV_ROOT}, or "
@@ -340,7 +422,7 @@ def main(argv=None) -> int:
     return errors.run_command(
         f"code_t5.data {args.command}", lambda: args.run(args), verbose=args.verbose,
         expected=(flcc.FlccFormatError, vocabulary.VocabularyError, archive_lib.ArchiveError,
-                  flcc.BuildMismatchError, UsageError))
+                  flcc.BuildMismatchError, UsageError, repositories.RepositoriesError))
   finally:  # main() may run again in this process (the tests call it)
     flcc.log.removeHandler(handler)
     flcc.log.propagate = propagate

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from code_t5 import files
 from code_t5.data import flcc
+from code_t5.data import near_duplicates as near_lib
 
 REPORT_FILE = "flcc_report.json"
 # What a tree and options turn into. Raise it when that changes, so that a dataset built the
@@ -50,6 +51,7 @@ class BuildOptions:
   archive_sha256: str = ""
   # A malformed repository stops the build instead of being skipped and counted.
   strict: bool = False
+  near_duplicates: near_lib.Options = near_lib.Options()
 
 
 def _not_in_the_tfds_bucket():
@@ -105,7 +107,8 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     with tqdm(desc=f"scan {config.language}", unit=" files", mininterval=1) as progress:
       plan = flcc.plan_build(flcc_dir, config.language,
                              options.ratios, options.holdout_prefixes, options.filters,
-                             progress, options.strict, self.workers)
+                             progress, options.strict, self.workers,
+                             options.near_duplicates)
     self._write_report(plan.report())
     return {split: self._generate_examples(plan.files[split], config.language)
             for split in flcc.SPLITS if plan.files[split]}
@@ -129,13 +132,24 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     flcc.check_language(language)
     root, self._beam_split_method, repos = flcc.assign_splits(
         flcc_dir, language, options.ratios, options.holdout_prefixes)
+    near = options.near_duplicates
     kept = (pipeline
             | "Repositories" >> beam.Create(list(enumerate(repos)))
             | "Spread" >> beam.Reshuffle()
             | "Inspect" >> beam.FlatMap(_beam_candidates, root, language, options.filters,
-                                        options.strict)
+                                        options.strict, near.on)
             | "GroupBySha" >> beam.GroupByKey()
             | "KeepFirstCopy" >> beam.Map(_beam_first_copy))
+    if near.on:
+      # One worker judges every signature (128 uint32 a file: 0.5 GB per million files), as
+      # the in-process build does, in build order; the splits keep what it did not remove.
+      removed = (kept
+                 | "Signatures" >> beam.Map(lambda kv: (kv[1][2], kv[0], kv[1][1], kv[1][4]))
+                 | "AllSignatures" >> beam.combiners.ToList()
+                 | "JudgeNearDuplicates" >> beam.Map(_beam_judge, near))
+      kept = kept | "DropNearDuplicates" >> beam.Filter(
+          lambda kv, removed: kv[1][1] not in removed, beam.pvalue.AsSingleton(removed))
+    kept = kept | "CountKept" >> beam.Map(_beam_count_kept)
     _ = (kept
          | "SplitRepository" >> beam.Map(lambda kv: (kv[0], kv[1][0].repository))
          | "Distinct" >> beam.Distinct()
@@ -162,7 +176,8 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     flcc.check_not_empty(self._beam_flcc_dir, language,
                          sum(counters[f"files:{s}"] for s in flcc.SPLITS), counters)
     self._write_report(flcc.report_from_counters(language, counters, self.options.ratios,
-                                                 self._beam_split_method))
+                                                 self._beam_split_method,
+                                                 self.options.near_duplicates))
 
 
 _BEAM_NAMESPACE = "flcc"
@@ -173,20 +188,38 @@ def _inc(name, value=1):
   beam.metrics.Metrics.counter(_BEAM_NAMESPACE, name).inc(value)
 
 
-def _beam_candidates(rank_and_repo, root, language, filters, strict):
-  """Kept files of one repository as (sha, (order, split, source, size)); counts the rest."""
+def _beam_candidates(rank_and_repo, root, language, filters, strict, signed):
+  """Kept files of one repository as (sha, (order, split, source, size, signature)); counts
+  the rest."""
   rank, repo_dir = rank_and_repo
-  candidates = flcc.repository_candidates(root, language, repo_dir, filters, _inc, strict)
-  for index, (source, sha, size) in enumerate(candidates):
-    yield sha, ((rank, index), repo_dir.split, source, size)
+  candidates = flcc.repository_candidates(root, language, repo_dir, filters, _inc, strict,
+                                          signed)
+  for index, (source, sha, size, signature) in enumerate(candidates):
+    yield sha, ((rank, index), repo_dir.split, source, size, signature)
 
 
 def _beam_first_copy(sha_and_copies):
-  """The copy the in-process build would meet first; the others count as duplicates."""
+  """The copy the in-process build would meet first, as (split, (source, sha, order, size,
+  signature)); the others count as duplicates."""
   sha, copies = sha_and_copies
   copies = sorted(copies, key=lambda copy: copy[0])
   _inc(f"skipped:{flcc.DUPLICATE}", len(copies) - 1)
-  _, split, source, size = copies[0]
+  order, split, source, size, signature = copies[0]
+  return split, (source, sha, order, size, signature)
+
+
+def _beam_judge(signatures, near):
+  """near_lib.judge over (order, split, sha, signature) of every kept file, in build
+  order; its counts become the pipeline's counters. Returns the removed shas."""
+  signatures = sorted(signatures, key=lambda entry: entry[0])
+  verdict = near_lib.judge([entry[1:] for entry in signatures], near)
+  for name, value in verdict.counters.items():
+    _inc(name, value)
+  return verdict.removed
+
+
+def _beam_count_kept(kv):
+  split, (source, sha, _, size, _) = kv
   _inc(f"files:{split}")
   _inc(f"bytes:{split}", size)
   return split, (source, sha)
@@ -262,7 +295,25 @@ def fingerprint(flcc_dir: str, language: str, options: BuildOptions) -> dict:
       "holdout_prefixes": options.holdout_prefixes,
       "filters": dataclasses.asdict(options.filters),
       "split_method": flcc.split_method(repositories, options.ratios, options.holdout_prefixes),
+      "near_duplicates": near_duplicates_key(options.near_duplicates),
+      **_repositories_state(flcc_dir),
   }
+
+
+def _repositories_state(flcc_dir: str) -> dict:
+  """For a tree written from --repos_dir: the state of its repositories (HEAD commits, or
+  folders' file sizes and times), so that a build of changed repositories is not taken for
+  the one already built. A published tree's names say it all (and a listing is cheap)."""
+  manifest = flcc.repositories_manifest(flcc_dir)
+  if manifest is None:
+    return {}
+  state = json.dumps(manifest["repositories"], sort_keys=True).encode("utf-8")
+  return {"repositories_state_sha256": hashlib.sha256(state).hexdigest()}
+
+
+def near_duplicates_key(near: near_lib.Options) -> str:
+  """How near-duplicates were judged, as a fingerprint records it: `holdout@0.85`, `off`."""
+  return f"{near.mode}@{near.threshold:g}" if near.on else near_lib.OFF
 
 
 def _recorded_fingerprint(report: dict) -> Optional[dict]:
@@ -273,14 +324,18 @@ def _recorded_fingerprint(report: dict) -> Optional[dict]:
   if recorded and "split_method" not in recorded:
     recorded = dict(recorded, split_method=flcc.HOLDOUT_PREFIXES
                     if recorded.get("holdout_prefixes") else flcc.HASH)
+  if recorded and "near_duplicates" not in recorded:  # built before near-duplicates were
+    recorded = dict(recorded, near_duplicates=near_lib.OFF)
   return recorded
 
 
 def _differences(recorded: Optional[dict], wanted: dict) -> str:
   if not recorded:
     return "an earlier code_t5 built it and recorded no fingerprint"
-  return "; ".join(f"{key} {recorded.get(key)!r}, now {value!r}"
-                   for key, value in wanted.items() if recorded.get(key) != value)
+  return "; ".join(
+      "the repositories changed: their HEAD commits or files"
+      if key == "repositories_state_sha256" else f"{key} {recorded.get(key)!r}, now {value!r}"
+      for key, value in wanted.items() if recorded.get(key) != value)
 
 
 def build(flcc_dir: str, data_dir: str, language: str,
@@ -320,9 +375,20 @@ def build(flcc_dir: str, data_dir: str, language: str,
     # flags, with a warning per flag.
     beam_options = PipelineOptions(list(beam_flags))
   # try_download_gcs: TFDS would look for a prepared copy in its public bucket first (see _info).
-  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-      manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options,
-      try_download_gcs=False))
+  try:
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        manual_dir=flcc_dir, beam_runner=beam_runner, beam_options=beam_options,
+        try_download_gcs=False))
+  except Exception as e:  # pylint: disable=broad-except
+    # The splits of a Beam build are fixed before it reads a file; TFDS' Beam writer then
+    # fails on one left with nothing (its message names no split, no cause).
+    if beam_runner and "total number of generated examples is 0" in str(e):
+      raise flcc.FlccFormatError(
+          f"{flcc_dir}: a split of flcc/{language} has no {language} files left after the "
+          f"filters and near-duplicates, and a Beam build cannot write an empty split: build "
+          f"without --beam_runner (which leaves it out), or give it more repositories "
+          f"(--ratios)") from None
+    raise
   return builder.flcc_report
 
 

@@ -11,7 +11,7 @@ import importlib.util
 import json
 import os
 import sysconfig
-from typing import Callable, Dict, Mapping, NamedTuple, Optional
+from typing import Callable, Dict, Iterable, Mapping, NamedTuple, Optional, Tuple
 
 from code_t5 import files
 from code_t5.data import flcc
@@ -28,43 +28,60 @@ _DEV_COMMIT_TIME = 1700000000
 
 def write_flcc_tree(root: str, repositories: Mapping[str, Mapping[str, bytes]],
                     language: str = "python", commit_time: int = _DEV_COMMIT_TIME) -> str:
-  """Writes `{"author/repo": {real path: content}}` in FLCC v3 layout under `root/v3`.
-
-  Stored names are `<name>_<unix time><.ext>` as in the dataset; names that would collide
-  within a repository get the next free time, as files committed a second apart would.
-  Returns the path of the `v3` directory.
-  """
-  lang_dir, extensions = flcc.LANGUAGES[language]
+  """Writes `{"author/repo": {real path: content}}` in FLCC v3 layout under `root/v3`: each
+  repository one commit at `commit_time` that adds its files of `language`.
+  Returns the path of the `v3` directory."""
+  _, extensions = flcc.LANGUAGES[language]
   v3 = os.path.join(root, "v3")
-  for repository, files in sorted(repositories.items()):
+  for repository, contents in sorted(repositories.items()):
     author, repo = repository.split("/", 1)
-    init_hash = hashlib.sha1(repository.encode("utf-8")).hexdigest()
-    meta_dir = os.path.join(v3, "repositories", author, repo, init_hash)
-    os.makedirs(meta_dir, exist_ok=True)
-    paths, counts, used = {}, {}, set()
-    for path, content in sorted(files.items()):
-      stem, ext = os.path.splitext(os.path.basename(path))
-      if ext not in extensions:
-        continue
-      t = commit_time
-      while f"{stem}_{t}{ext}" in used:
-        t += 1
-      stored = f"{stem}_{t}{ext}"
-      used.add(stored)
-      paths[stored] = path
-      key = f"{lang_dir}/{ext}"
-      counts[key] = counts.get(key, 0) + 1
-      stored_dir = os.path.join(v3, "languages", lang_dir, ext, author, repo, init_hash)
-      os.makedirs(stored_dir, exist_ok=True)
-      with open(os.path.join(stored_dir, stored), "wb") as f:
-        f.write(content)
-    with open(os.path.join(meta_dir, "paths.json"), "w") as f:
-      json.dump(paths, f, indent=1, sort_keys=True)
-    with open(os.path.join(meta_dir, "files.json"), "w") as f:
-      json.dump(counts, f, sort_keys=True)
-    with open(os.path.join(meta_dir, "METADATA"), "w") as f:
-      f.write(git_log_of_one_commit(commit_time, paths.values()))
+    kept = {path: content for path, content in contents.items()
+            if os.path.splitext(path)[1] in extensions}
+    write_repository(v3, author, repo, hashlib.sha1(repository.encode("utf-8")).hexdigest(),
+                     ((path, content, commit_time) for path, content in sorted(kept.items())),
+                     git_log_of_one_commit(commit_time, kept), language)
   return v3
+
+
+# Which language a file is, by its extension (FLCC's; `.h` is C++).
+EXTENSION_LANGUAGE = {ext: language for language, (_, extensions) in flcc.LANGUAGES.items()
+                      for ext in extensions}
+
+
+def write_repository(v3: str, author: str, repo: str, init_hash: str,
+                     files: Iterable[Tuple[str, bytes, int]], metadata: str,
+                     language: Optional[str] = None) -> int:
+  """Stores one repository under `v3` as FLCC does: each file of a known language (or of
+  `language` only) as `languages/<Language>/<.ext>/<author>/<repo>/<init hash>/<name>_<unix
+  time><.ext>`, where the time is when the file last changed (`files` gives (real path,
+  content, unix time)); names that would collide get the next free second, as FLCC's do.
+  Beside it, `repositories/<author>/<repo>/<init hash>/` holds paths.json, files.json and
+  `metadata` (METADATA, as `git log` wrote it). Returns how many files were stored."""
+  meta_dir = os.path.join(v3, "repositories", author, repo, init_hash)
+  os.makedirs(meta_dir, exist_ok=True)
+  paths, counts = {}, {}
+  for path, content, time in files:
+    stem, ext = os.path.splitext(os.path.basename(path))
+    file_language = EXTENSION_LANGUAGE.get(ext)
+    if file_language is None or language not in (None, file_language):
+      continue
+    while f"{stem}_{time}{ext}" in paths:
+      time += 1
+    stored = f"{stem}_{time}{ext}"
+    paths[stored] = path
+    lang_dir = flcc.LANGUAGES[file_language][0]
+    counts[f"{lang_dir}/{ext}"] = counts.get(f"{lang_dir}/{ext}", 0) + 1
+    stored_dir = os.path.join(v3, "languages", lang_dir, ext, author, repo, init_hash)
+    os.makedirs(stored_dir, exist_ok=True)
+    with open(os.path.join(stored_dir, stored), "wb") as f:
+      f.write(content)
+  with open(os.path.join(meta_dir, "paths.json"), "w") as f:
+    json.dump(paths, f, indent=1, sort_keys=True)
+  with open(os.path.join(meta_dir, "files.json"), "w") as f:
+    json.dump(counts, f, sort_keys=True)
+  with open(os.path.join(meta_dir, "METADATA"), "w", encoding="utf-8") as f:
+    f.write(metadata)
+  return len(paths)
 
 
 def git_log_of_one_commit(commit_time: int, paths) -> str:

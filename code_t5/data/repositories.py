@@ -1,0 +1,329 @@
+"""A folder of one's own repositories as an FLCC v3 tree: `build --repos_dir=DIR`.
+
+Every git repository under DIR becomes one FLCC repository, stored as FLCC stored GitHub's:
+the files of HEAD (`git ls-tree`, contents by `git cat-file`), each named with the time of the
+last commit that touched it, and METADATA as `git log --pretty=%ct --name-status
+--diff-filter=ACDMR` writes it. Its folder is the hash of its first commit, its author/repo
+the repository's place under DIR (`team/service` -> author `team`, repo `service`; a
+repository right under DIR has author `local`). A folder that holds no git repository is one
+repository of its files (hidden folders left out) with their modification times. Files of
+every language FLCC knows are stored (by extension); the build picks its --language.
+
+What one repository cannot give -- git fails on it (a broken `.git`, no commit), or it holds no
+source file of a known language -- is named once, skipped and counted, as a tree build does
+with a malformed repository. The tree is written whole and renamed into place, with a
+manifest of each repository's state (its HEAD commit, or its files' sizes and times): a rerun
+on unchanged repositories reuses it, a change rewrites it.
+
+git needs the checkouts on local disk: DIR is local (`gs://` is for data dirs, not here).
+"""
+
+import collections
+import hashlib
+import json
+import os
+import subprocess
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+from tqdm import tqdm
+
+from code_t5 import files as files_lib
+from code_t5.data import flcc
+from code_t5.data import tree_writer
+
+log = flcc.log
+MANIFEST = flcc.REPOSITORIES_MANIFEST
+GIT_LOG_METADATA = ("log", "--pretty=%ct", "--name-status", "--diff-filter=ACDMR")
+LOCAL_AUTHOR = "local"
+# Why a repository of DIR was not stored.
+GIT_FAILED = "git failed"
+NO_COMMITS = "no commits"
+NO_SOURCE_FILES = "no source files"
+UNREADABLE_FOLDER = "unreadable folder"
+SKIP_REASONS = (GIT_FAILED, NO_COMMITS, NO_SOURCE_FILES, UNREADABLE_FOLDER)
+
+
+class RepositoriesError(Exception):
+  """DIR itself cannot be read as a folder of repositories."""
+
+
+class Skipped(Exception):
+  """One repository cannot be stored; `reason` is one of SKIP_REASONS."""
+
+  def __init__(self, reason: str, message: str):
+    super().__init__(message)
+    self.reason = reason
+
+
+class Found(NamedTuple):
+  """A repository of DIR: its place under DIR (path parts), its folder, git or a plain one."""
+  parts: Tuple[str, ...]
+  path: str
+  is_git: bool
+
+  @property
+  def author_and_repo(self) -> Tuple[str, str]:
+    *owner, repo = self.parts
+    return ("__".join(owner) or LOCAL_AUTHOR), repo
+
+
+def _is_git(path: str) -> bool:
+  """A folder with a `.git` folder, or a `.git` file (a submodule's or worktree's) naming a
+  git folder that is there. A submodule copied without its parent's `.git/modules` (as
+  source archives hold them) is a plain folder of files."""
+  dot_git = os.path.join(path, ".git")
+  if not os.path.isfile(dot_git) or os.path.islink(dot_git):
+    return os.path.lexists(dot_git)
+  try:
+    with open(dot_git, encoding="utf-8", errors="replace") as f:
+      text = f.read(4096).strip()
+  except OSError:
+    return True  # git will say what is wrong with it
+  if not text.startswith("gitdir:"):
+    return True
+  return os.path.isdir(os.path.join(path, text[len("gitdir:"):].strip()))
+
+
+def _visible_dirs_and_files(path: str):
+  entries = sorted(os.scandir(path), key=lambda e: e.name)
+  dirs = [e for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+  return dirs, [e for e in entries if e.is_file(follow_symlinks=False)]
+
+
+def _is_source(name: str) -> bool:
+  return os.path.splitext(name)[1] in tree_writer.EXTENSION_LANGUAGE
+
+
+def _listed(path: str):
+  try:
+    return _visible_dirs_and_files(path)
+  except OSError as e:
+    raise RepositoriesError(f"{path}: cannot be listed ({e.strerror or e})") from None
+
+
+def _scan(path: str, parts: Tuple[str, ...]) -> Tuple[str, List[Found]]:
+  """What the folder at `path` is -- "git" (a repository), "folder" (a repository of its files)
+  or "container" (a folder of repositories, like an owner's) -- and the repositories in it.
+
+  A container holds no source file of its own and some git repository or container below.
+  So `team/` holding `service/.git` is a container, and a project with a vendored submodule
+  deep inside (`pkg/tests/data/.git`) is one folder repository, not split in pieces."""
+  if _is_git(path):
+    return "git", [Found(parts, path, True)]
+  dirs, loose = _listed(path)
+  if any(_is_source(e.name) for e in loose):
+    return "folder", [Found(parts, path, False)]
+  inside = [_scan(e.path, parts + (e.name,)) for e in dirs]
+  if any(kind != "folder" for kind, _ in inside):
+    return "container", [repo for _, repos in inside for repo in repos]
+  return "folder", [Found(parts, path, False)]
+
+
+def find(repos_dir: str) -> Tuple[List[Found], List[str]]:
+  """The repositories under `repos_dir` (`_scan`: each folder right under it is a git
+  repository, a folder repository or a container of more), in sorted order, and the source
+  files that lie right in `repos_dir`, outside any of them."""
+  if not os.path.isdir(repos_dir):
+    raise RepositoriesError(f"{repos_dir}: no such directory")
+  if _is_git(repos_dir):
+    return [Found((os.path.basename(os.path.abspath(repos_dir)),), repos_dir, True)], []
+  dirs, loose = _listed(repos_dir)
+  found = [repo for e in dirs for repo in _scan(e.path, (e.name,))[1]]
+  if not found:
+    raise RepositoriesError(f"{repos_dir}: holds no repository: put each one's checkout (or a "
+                            "folder of its files) in it")
+  return found, [e.path for e in loose if _is_source(e.name)]
+
+
+def _run_git(repo: Found, *args: str, stdin: Optional[bytes] = None):
+  """git on `repo` alone: --git-dir stops git from looking above it (a broken `.git` inside
+  another checkout would otherwise read that one)."""
+  command = ["git", f"--git-dir={os.path.join(repo.path, '.git')}",
+             f"--work-tree={repo.path}", "-c", "core.quotePath=false", *args]
+  return subprocess.run(command, input=stdin, capture_output=True, check=False,
+                        env=dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C"))
+
+
+def _git(repo: Found, *args: str, stdin: Optional[bytes] = None) -> bytes:
+  proc = _run_git(repo, *args, stdin=stdin)
+  if proc.returncode:
+    lines = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["(no message)"]
+    raise Skipped(GIT_FAILED, f"{repo.path}: git {args[0]} failed: {lines[-1]}")
+  return proc.stdout
+
+
+def _head(repo: Found) -> str:
+  proc = _run_git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+  if proc.returncode and not proc.stderr.strip():  # --quiet: a HEAD that names no commit
+    raise Skipped(NO_COMMITS, f"{repo.path}: a git repository with no commit")
+  if proc.returncode:
+    return _git(repo, "rev-parse", "--verify", "HEAD^{commit}").decode()  # raises, with why
+  return proc.stdout.decode().strip()
+
+
+def _last_changed(commits) -> Dict[str, int]:
+  """Each path's time of the newest commit that added, changed, copied or renamed it to
+  there, from METADATA's commits (newest first)."""
+  times = {}
+  for time, changes in commits:
+    for change in changes:
+      if change[0][0] in "ACMR":
+        times.setdefault(change[-1], time)
+  return times
+
+
+def _blobs(repo: Found, entries: List[Tuple[str, str]],
+           per_call: int = 500) -> Iterator[Tuple[str, bytes]]:
+  """(path, content) of each (object id, path), read by `git cat-file --batch`, `per_call`
+  files at a time (a repository's whole content is not held at once)."""
+  for start in range(0, len(entries), per_call):
+    chunk = entries[start:start + per_call]
+    out = _git(repo, "cat-file", "--batch",
+               stdin="".join(f"{oid}\n" for oid, _ in chunk).encode("ascii"))
+    offset = 0
+    for oid, path in chunk:
+      header_end = out.index(b"\n", offset)
+      header = out[offset:header_end].split()
+      if len(header) != 3:  # "<oid> missing": a damaged object store
+        raise Skipped(GIT_FAILED, f"{repo.path}: git cat-file: {path} ({oid}) is missing")
+      size = int(header[2])
+      yield path, out[header_end + 1:header_end + 1 + size]
+      offset = header_end + 1 + size + 1
+
+
+def read_git(repo: Found):
+  """(init hash, METADATA, [(path, content, time)]) of HEAD of a git repository."""
+  head = _head(repo)
+  roots = _git(repo, "rev-list", "--max-parents=0", head).decode().split()
+  metadata = _git(repo, *GIT_LOG_METADATA, head).decode("utf-8", "replace")
+  times = _last_changed(flcc.parse_metadata(metadata, os.path.join(repo.path, ".git")))
+  head_time = int(_git(repo, "log", "-1", "--pretty=%ct", head).decode().strip())
+  wanted = []
+  for line in _git(repo, "ls-tree", "-r", "-z", "--full-tree", head).split(b"\0"):
+    if not line:
+      continue
+    meta, path = line.split(b"\t", 1)
+    mode, kind, oid = meta.decode().split()
+    path = path.decode("utf-8", "replace")
+    # Regular files only: links (120000) and submodules (commit) hold no code of their own.
+    if (kind == "blob" and mode in ("100644", "100755") and
+        os.path.splitext(path)[1] in tree_writer.EXTENSION_LANGUAGE):
+      wanted.append((oid, path))
+  stored = [(path, content, times.get(path, head_time))
+            for path, content in _blobs(repo, wanted)]
+  return roots[-1], metadata, stored
+
+
+def _folder_files(repo: Found) -> List[Tuple[str, str]]:
+  """(path under the folder, absolute path) of its source files, hidden folders left out."""
+  result = []
+
+  def fail(error):
+    raise Skipped(UNREADABLE_FOLDER, f"{error.filename}: cannot be listed "
+                                     f"({error.strerror or error})")
+  for dirpath, dirnames, filenames in os.walk(repo.path, onerror=fail):
+    dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    for name in sorted(filenames):
+      if os.path.splitext(name)[1] in tree_writer.EXTENSION_LANGUAGE:
+        full = os.path.join(dirpath, name)
+        if os.path.isfile(full) and not os.path.islink(full):
+          result.append((os.path.relpath(full, repo.path).replace(os.sep, "/"), full))
+  return result
+
+
+def read_folder(repo: Found):
+  """(init hash, METADATA, [(path, content, time)]) of a folder that is not a git repository:
+  its files at their modification times, METADATA one commit adding them at the newest."""
+  stored = []
+  for path, full in _folder_files(repo):
+    try:
+      with open(full, "rb") as f:
+        content = f.read()
+      stored.append((path, content, int(os.stat(full).st_mtime)))
+    except OSError as e:
+      log.warning("%s: unreadable (%s); left out", full, e.strerror or e)
+  newest = max((time for _, _, time in stored), default=0)
+  init_hash = hashlib.sha1(("folder:" + "/".join(repo.parts)).encode("utf-8")).hexdigest()
+  return init_hash, tree_writer.git_log_of_one_commit(newest, [p for p, _, _ in stored]), stored
+
+
+def state(repo: Found) -> str:
+  """What a repository's stored files depend on: its HEAD commit, or its files' sizes and
+  modification times (a folder). A rerun compares these to reuse a written tree."""
+  try:
+    if repo.is_git:
+      return "git " + _head(repo)
+    listing = hashlib.sha256()
+    for path, full in _folder_files(repo):
+      stat = os.stat(full)
+      listing.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode("utf-8", "replace"))
+    return "folder " + listing.hexdigest()
+  except (Skipped, OSError):
+    return "unreadable"
+
+
+def _manifest(repos_dir: str, found: List[Found], outside: List[str]) -> dict:
+  return {"repos_dir": os.path.abspath(repos_dir),
+          "repositories": {"/".join(repo.parts): state(repo) for repo in found},
+          "outside_any_repository": len(outside)}
+
+
+def write_tree(repos_dir: str, out_dir: str) -> dict:
+  """Writes the FLCC tree of `repos_dir` to `out_dir` (whole, then renamed into place), or
+  reuses the one there if every repository is as it was. Returns the manifest, with what
+  was stored and skipped."""
+  found, outside = find(repos_dir)
+  manifest = _manifest(repos_dir, found, outside)
+  existing = flcc.repositories_manifest(out_dir)
+  if (existing and os.path.isdir(os.path.join(out_dir, "v3")) and
+      {k: existing.get(k) for k in manifest} == manifest):
+    existing["reused"] = True
+    return existing
+  if outside:
+    log.warning("%s: %d source files lie right in it, outside any repository (e.g. %s); "
+                "left out: put them in a folder of their own to include them",
+                repos_dir, len(outside), outside[0])
+  counts = collections.Counter()
+  skipped: Dict[str, List[str]] = collections.defaultdict(list)
+  with files_lib.local_dir_written_whole(out_dir) as partial:
+    v3 = os.path.join(partial, "v3")
+    os.makedirs(os.path.join(v3, "repositories"))
+    os.makedirs(os.path.join(v3, "languages"))
+    for repo in tqdm(found, desc=f"read {repos_dir}", unit=" repositories", mininterval=1):
+      name = "/".join(repo.parts)
+      try:
+        init_hash, metadata, stored = read_git(repo) if repo.is_git else read_folder(repo)
+        if not stored:
+          raise Skipped(NO_SOURCE_FILES, f"{repo.path}: no file of a language FLCC knows "
+                                         f"({', '.join(sorted(tree_writer.EXTENSION_LANGUAGE))})")
+      except Skipped as e:
+        log.warning("%s (repository skipped)", e)
+        skipped[e.reason].append(name)
+      else:
+        author, repo_name = repo.author_and_repo
+        counts["files"] += tree_writer.write_repository(v3, author, repo_name, init_hash,
+                                                        stored, metadata)
+        counts["git" if repo.is_git else "folders"] += 1
+    if not counts["files"]:
+      raise RepositoriesError(
+          f"{repos_dir}: none of its {len(found)} repositories could be stored ("
+          + ", ".join(f"{reason} {len(names)}" for reason, names in skipped.items()) + ")")
+    manifest.update(
+        stored={"git repositories": counts["git"], "folders": counts["folders"],
+                "files": counts["files"]},
+        skipped={reason: skipped.get(reason, []) for reason in SKIP_REASONS})
+    with open(os.path.join(partial, MANIFEST), "w") as f:
+      json.dump(manifest, f, indent=1, sort_keys=True)
+  manifest["reused"] = False
+  return manifest
+
+
+def summary(manifest: dict) -> str:
+  """One line of what a tree of repositories holds and what was left out."""
+  stored = manifest["stored"]
+  skipped = ", ".join(f"{reason} {len(names)}" for reason, names in manifest["skipped"].items()
+                      if names) or "none"
+  return (f"{stored['git repositories']} git repositories and {stored['folders']} folders, "
+          f"{stored['files']} source files; repositories skipped: {skipped}; source files "
+          f"outside any repository: {manifest['outside_any_repository']}")
+

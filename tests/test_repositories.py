@@ -1,0 +1,287 @@
+"""A folder of one's own repositories in (`--repos_dir`), and near-duplicates handled.
+
+The folder is made by git in the test: repositories with a real history of real code (the
+interpreter's standard library), two of which share a file under another header (the planted
+near-duplicate pair), a broken `.git`, a repository with no commit, a plain folder, a folder
+of no code and a loose file. What the tree stores is checked against what git itself says.
+"""
+
+import json
+import os
+import sysconfig
+
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from code_t5 import vocabulary
+from code_t5.data import builder
+from code_t5.data import flcc
+from code_t5.data import near_duplicates
+from code_t5.data import repositories
+
+import flcc_git
+from conftest import reported, run_data_cli
+
+STDLIB = sysconfig.get_paths()["stdlib"]
+
+
+def _stdlib(name: str) -> bytes:
+  with open(os.path.join(STDLIB, name), "rb") as f:
+    return f.read()
+
+
+TEXTWRAP = _stdlib("textwrap.py")
+# The planted pair: team/alpha's textwrap.py and team/beta's vendored copy, another header.
+VENDORED_TEXTWRAP = b"# Vendored from CPython 3.11 by Team Beta; do not change here.\n" + TEXTWRAP
+# Other repositories, a few real modules each, so that splits have repositories to go round.
+OTHERS = {"gamma": ["ast.py", "bisect.py"], "delta": ["csv.py", "heapq.py"],
+          "epsilon": ["fnmatch.py", "getopt.py"], "zeta": ["shlex.py", "string.py"]}
+PLAIN_MTIME = 1795000000
+
+
+def _make_repositories(root: str) -> None:
+  flcc_git.play_history(os.path.join(root, "team", "alpha"), [
+      {"textwrap.py": TEXTWRAP, "lib/glob.py": _stdlib("glob.py"),
+       "lib/cmd.py": _stdlib("cmd.py"), "README.md": b"alpha\n"},
+      {"lib/cmd.py": _stdlib("cmd.py") + b"\n# changed\n",
+       "util/glob.py": ("rename", "lib/glob.py")},
+  ], first_time=1795370000)
+  flcc_git.play_history(os.path.join(root, "team", "beta"), [
+      {"vendor/textwrap.py": VENDORED_TEXTWRAP, "colors.py": _stdlib("colorsys.py")},
+  ], first_time=1795380000)
+  for number, (name, modules) in enumerate(sorted(OTHERS.items())):
+    flcc_git.play_history(os.path.join(root, name), [
+        {module: _stdlib(module) for module in modules}], first_time=1795390000 + 1000 * number)
+  broken = os.path.join(root, "broken")
+  os.makedirs(os.path.join(broken, ".git"))
+  with open(os.path.join(broken, ".git", "HEAD"), "w") as f:
+    f.write("not a ref\n")
+  with open(os.path.join(broken, "abc.py"), "wb") as f:
+    f.write(_stdlib("abc.py"))
+  flcc_git.git(root, "init", "-q", "-b", "main", "no_commits")
+  with open(os.path.join(root, "no_commits", "x.py"), "w") as f:
+    f.write("x = 1\n")
+  for path, module in (("plain/keyword.py", "keyword.py"), ("plain/sub/token.py", "token.py")):
+    full = os.path.join(root, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "wb") as f:
+      f.write(_stdlib(module))
+    os.utime(full, (PLAIN_MTIME, PLAIN_MTIME))
+  # A vendored submodule's gitfile deep inside does not make the folder a folder of repositories.
+  os.makedirs(os.path.join(root, "plain", "vendor", "lib"))
+  with open(os.path.join(root, "plain", "vendor", "lib", ".git"), "w") as f:
+    f.write("gitdir: ../../../.git/modules/lib\n")
+  with open(os.path.join(root, "plain", "vendor", "lib", "stat.py"), "wb") as f:
+    f.write(_stdlib("stat.py"))
+  os.utime(os.path.join(root, "plain", "vendor", "lib", "stat.py"), (PLAIN_MTIME, PLAIN_MTIME))
+  os.makedirs(os.path.join(root, "plain", ".venv"))  # hidden: left out
+  with open(os.path.join(root, "plain", ".venv", "site.py"), "w") as f:
+    f.write("hidden = True\n")
+  os.makedirs(os.path.join(root, "docs"))
+  with open(os.path.join(root, "docs", "notes.md"), "w") as f:
+    f.write("no code here\n")
+  with open(os.path.join(root, "loose.py"), "w") as f:
+    f.write("loose = True\n")
+
+
+@pytest.fixture(scope="module")
+def repos_dir(tmp_path_factory):
+  root = str(tmp_path_factory.mktemp("repos"))
+  _make_repositories(root)
+  return root
+
+
+@pytest.fixture(scope="module")
+def repos_tree(repos_dir, tmp_path_factory):
+  out = str(tmp_path_factory.mktemp("repos_tree") / "tree")
+  return out, repositories.write_tree(repos_dir, out)
+
+
+def _stored(tree, author, repo):
+  """{real path: (unix time in the stored name, content)} and the init hash of a repository."""
+  meta_root = os.path.join(tree, "v3", "repositories", author, repo)
+  (init_hash,) = os.listdir(meta_root)
+  with open(os.path.join(meta_root, init_hash, "paths.json")) as f:
+    paths = json.load(f)
+  stored_dir = os.path.join(tree, "v3", "languages", "Python", ".py", author, repo, init_hash)
+  result = {}
+  for name, path in paths.items():
+    with open(os.path.join(stored_dir, name), "rb") as f:
+      result[path] = (int(name.rsplit("_", 1)[1][:-3]), f.read())
+  with open(os.path.join(meta_root, init_hash, "METADATA")) as f:
+    return result, init_hash, f.read()
+
+
+def test_each_git_repository_is_stored_as_git_tells_it(repos_dir, repos_tree):
+  tree, _ = repos_tree
+  for author, repo, work in [("team", "alpha", "team/alpha"), ("team", "beta", "team/beta"),
+                             ("local", "gamma", "gamma")]:
+    work = os.path.join(repos_dir, work)
+    stored, init_hash, metadata = _stored(tree, author, repo)
+    assert metadata == flcc_git.git(work, *flcc_git.GIT_LOG_METADATA)
+    assert init_hash == flcc_git.git(work, "rev-list", "--max-parents=0", "HEAD").strip()
+    head_files = [p for p in flcc_git.git(work, "ls-files", "-z").split("\0") if p.endswith(".py")]
+    assert sorted(stored) == sorted(head_files)
+    for path, (time, content) in stored.items():
+      assert time == int(flcc_git.git(work, "log", "-1", "--pretty=%ct", "--", path))
+      assert content == open(os.path.join(work, path), "rb").read()
+  alpha, _, _ = _stored(tree, "team", "alpha")
+  assert alpha["lib/cmd.py"][0] == 1795370060 and alpha["util/glob.py"][0] == 1795370060
+  assert alpha["textwrap.py"][0] == 1795370000
+
+
+def test_a_plain_folder_is_one_repository_of_its_files_at_their_times(repos_tree):
+  tree, _ = repos_tree
+  stored, _, metadata = _stored(tree, "local", "plain")
+  assert sorted(stored) == ["keyword.py", "sub/token.py", "vendor/lib/stat.py"]  # not .venv/
+  assert {time for time, _ in stored.values()} == {PLAIN_MTIME}
+  assert flcc.parse_metadata(metadata, "METADATA") == [
+      (PLAIN_MTIME, [("A", "keyword.py"), ("A", "sub/token.py"), ("A", "vendor/lib/stat.py")])]
+
+
+def test_what_a_repository_cannot_give_is_named_once_skipped_and_counted(repos_dir, tmp_path,
+                                                                         caplog):
+  manifest = repositories.write_tree(repos_dir, str(tmp_path / "tree"))
+  assert manifest["skipped"] == {
+      repositories.GIT_FAILED: ["broken"], repositories.NO_COMMITS: ["no_commits"],
+      repositories.NO_SOURCE_FILES: ["docs"], repositories.UNREADABLE_FOLDER: []}
+  assert manifest["stored"] == {"git repositories": 2 + len(OTHERS), "folders": 1,
+                                "files": 5 + 2 * len(OTHERS) + 3}
+  assert manifest["outside_any_repository"] == 1
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  for name in ("broken", "no_commits", "docs", "loose.py"):
+    assert sum(os.path.join(repos_dir, name) in w for w in warnings) == 1, (name, warnings)
+  assert any("broken: git rev-parse failed: fatal: not a git repository" in w for w in warnings)
+
+
+def test_a_rerun_reuses_the_tree_and_a_new_commit_is_a_changed_input(tmp_path):
+  repo = str(tmp_path / "repos" / "service")
+  flcc_git.play_history(repo, [{"a.py": _stdlib("bisect.py")}, {"b.py": _stdlib("heapq.py")}],
+                        first_time=1795370000)
+  flcc_git.play_history(str(tmp_path / "repos" / "tools"), [{"c.py": _stdlib("getopt.py")}],
+                        first_time=1795370000)
+  args = ["build", f"--repos_dir={tmp_path / 'repos'}", f"--data_dir={tmp_path / 'tfds'}",
+          "--ratios=1,0,0"]
+  first = run_data_cli(*args)
+  assert "wrote the FLCC tree of" in first.stdout
+  assert "2 git repositories and 0 folders, 3 source files" in first.stdout
+  again = run_data_cli(*args)
+  assert "reused the FLCC tree of" in again.stdout and "Generating" not in again.stderr
+  with open(os.path.join(repo, "b.py"), "ab") as f:
+    f.write(b"\n# a new line\n")
+  flcc_git.git(repo, "commit", "-q", "-am", "more", date=1795379999)
+  changed = run_data_cli(*args, check=False)
+  assert changed.returncode == 1
+  assert "wrote the FLCC tree of" in changed.stdout
+  assert changed.stderr.strip().endswith(
+      "built from other inputs (the repositories changed: their HEAD commits or files); "
+      "--overwrite replaces it")
+
+
+def _texts(data_dir):
+  return {split: [e["content"] for e in tfds.as_numpy(tfds.load(
+      "flcc/python:1.0.0", split=split, data_dir=data_dir))] for split in flcc.SPLITS}
+
+
+def _plan_of(tree, ratios, mode=near_duplicates.HOLDOUT):
+  return flcc.plan_build(tree, "python", ratios, near=near_duplicates.Options(mode))
+
+
+def _contents(plan):
+  return {split: [flcc.read_text(source).encode("utf-8") for source, _ in plan.files[split]]
+          for split in flcc.SPLITS}
+
+
+# Shares that put the planted pair in different splits and in the same one.
+RATIOS = [(0.34, 0.33, 0.33), (0.3, 0.35, 0.35), (0.4, 0.25, 0.35), (0.4, 0.35, 0.25),
+          (0.4, 0.4, 0.2), (0.6, 0.2, 0.2), (0.8, 0.1, 0.1), (0.4, 0.6, 0.0)]
+
+
+def test_no_held_out_file_keeps_a_near_duplicate_in_train_at_any_ratios(repos_tree):
+  tree, _ = repos_tree
+  apart = 0
+  for ratios in RATIOS:
+    plan = _plan_of(tree, ratios)
+    contents = _contents(plan)
+    for split in ("validation", "test"):
+      for held_out in contents[split]:
+        assert all(near_duplicates.exact_jaccard(held_out, trained) < 0.85
+                   for trained in contents["train"]), (ratios, split)
+    splits = {split for name, split in plan.split_of_repository.items()
+              if name.startswith(("team/alpha/", "team/beta/"))}
+    report = plan.report()["near_duplicates"]
+    if "train" in splits and len(splits) == 2:  # the pair apart: the held-out copy goes
+      apart += 1
+      held_out = (splits - {"train"}).pop()
+      assert report["removed"][held_out] == 1 and report["contaminated_before"][held_out] == 1
+      assert TEXTWRAP in contents["train"] or VENDORED_TEXTWRAP in contents["train"]
+      assert not {TEXTWRAP, VENDORED_TEXTWRAP} & set(contents[held_out])
+    else:
+      assert sum(report["removed"].values()) == 0
+    assert report["contamination_after"] == {"validation": 0.0, "test": 0.0}
+  assert apart >= 2  # the ratios did put the pair apart
+
+
+def test_the_planted_pair_is_found_and_drop_keeps_one_of_it_in_train(repos_tree):
+  tree, _ = repos_tree
+  assert near_duplicates.exact_jaccard(TEXTWRAP, VENDORED_TEXTWRAP) > 0.95
+  everything_trains = (1.0, 0.0, 0.0)
+  kept = _contents(_plan_of(tree, everything_trains))["train"]
+  assert TEXTWRAP in kept and VENDORED_TEXTWRAP in kept  # holdout leaves train as it is
+  dropped = _plan_of(tree, everything_trains, near_duplicates.DROP)
+  report = dropped.report()
+  assert report["near_duplicates"]["clusters"] == 1
+  assert report["near_duplicates"]["files_in_clusters"]["train"] == 2
+  assert report["files_skipped: near-duplicate"] == 1
+  kept = _contents(dropped)["train"]
+  # The first in build order stays: team/alpha sorts before team/beta.
+  assert TEXTWRAP in kept and VENDORED_TEXTWRAP not in kept
+  off = _plan_of(tree, everything_trains, near_duplicates.OFF).report()
+  assert off["near_duplicates"] == {"mode": "off"} and off["files_skipped: near-duplicate"] == 0
+
+
+def test_a_build_from_repos_dir_has_no_eval_example_with_a_twin_in_training(
+    repos_dir, repos_tree, tmp_path):
+  ratios = (0.4, 0.25, 0.35)  # team/alpha tests, team/beta trains
+  data_dir = str(tmp_path / "tfds")
+  proc = run_data_cli("build", f"--repos_dir={repos_dir}", f"--data_dir={data_dir}",
+                      "--ratios=" + ",".join(map(str, ratios)))
+  assert reported(proc.stdout, "near_duplicates_removed") == "train 0, validation 0, test 1"
+  report = builder.built_report(data_dir, "python")
+  checked = report["near_duplicates"]["checked"]["test"]
+  test_share = reported(proc.stdout, "contamination").split("; test ")[1]
+  assert test_share == f"{100 / checked:.1f}% (1 of {checked}) before, 0.0% after"
+  texts = _texts(data_dir)
+  assert len(texts["test"]) == report["splits"]["test"]["files"] == checked - 1
+  for held_out in texts["validation"] + texts["test"]:
+    assert max(near_duplicates.exact_jaccard(held_out, t) for t in texts["train"]) < 0.85
+
+
+def test_dev_makes_a_dev_dataset_of_ones_own_repositories(repos_dir, tmp_path):
+  proc = run_data_cli("dev", f"--repos_dir={repos_dir}", f"--root={tmp_path / 'dev'}",
+                      "--vocab_size=600")
+  assert f"wrote the FLCC tree of {repos_dir} in {tmp_path / 'dev' / 'flcc'}" in proc.stdout
+  report = builder.built_report(str(tmp_path / "dev" / "tfds"), "python")
+  assert report["repos_processed"] == 2 + len(OTHERS) + 1
+  vocab = vocabulary.vocab_path(str(tmp_path / "dev" / "tfds"), "python")
+  assert os.path.exists(vocab) and f"vocabulary: {vocab}: 600 pieces" in proc.stdout
+
+
+@pytest.mark.parametrize("content", [b"", b"x", b"a b c d", TEXTWRAP, _stdlib("ast.py")])
+def test_a_signature_is_datasketchs_minhash_of_the_shingles(content):
+  from datasketch import MinHash  # pylint: disable=g-import-not-at-top
+  minhash = MinHash(num_perm=near_duplicates.NUM_PERM, seed=near_duplicates.SEED,
+                    scheme=near_duplicates.SCHEME, hashfunc=int)
+  minhash.update_batch(near_duplicates.shingle_hashes(content).tolist())
+  assert np.array_equal(minhash.hashvalues, near_duplicates.signature(content))
+
+
+def test_lsh_bands_make_a_pair_at_the_threshold_a_candidate():
+  for threshold in (0.5, 0.7, 0.85, 0.95):
+    bands, rows = near_duplicates.lsh_bands(threshold)
+    assert bands * rows <= near_duplicates.NUM_PERM
+    assert 1 - (1 - threshold ** rows) ** bands >= near_duplicates.CANDIDATE_RECALL
+    # and one row more would not: the fewest chance candidates that keep the recall
+    more = near_duplicates.NUM_PERM // (rows + 1)
+    assert 1 - (1 - threshold ** (rows + 1)) ** more < near_duplicates.CANDIDATE_RECALL
