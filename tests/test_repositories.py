@@ -277,6 +277,19 @@ def test_a_signature_is_datasketchs_minhash_of_the_shingles(content):
   assert np.array_equal(minhash.hashvalues, near_duplicates.signature(content))
 
 
+def test_pairs_are_kept_where_datasketchs_estimate_reaches_the_threshold():
+  contents = [TEXTWRAP, VENDORED_TEXTWRAP, TEXTWRAP.replace(b"    ", b"  "), _stdlib("ast.py"),
+              _stdlib("ast.py")[:20000]]
+  signatures = [near_duplicates.signature(c) for c in contents]
+  minhashes = [near_duplicates.as_minhash(s) for s in signatures]
+  for threshold in (0.5, 0.85, 0.99):
+    kept = {tuple(pair) for pair in near_duplicates._near_pairs(signatures, threshold)}
+    expected = {(i, j) for i in range(len(contents)) for j in range(i + 1, len(contents))
+                if minhashes[i].jaccard(minhashes[j]) >= threshold}
+    assert kept == expected, threshold
+  assert (0, 1) in expected and (0, 3) not in expected  # at 0.99: the planted pair still is
+
+
 def test_lsh_bands_make_a_pair_at_the_threshold_a_candidate():
   for threshold in (0.5, 0.7, 0.85, 0.95):
     bands, rows = near_duplicates.lsh_bands(threshold)

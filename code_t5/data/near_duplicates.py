@@ -102,11 +102,6 @@ def as_minhash(values: np.ndarray):
                             scheme=SCHEME)
 
 
-def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:
-  """MinHash's estimate: the share of equal hash values (datasketch's MinHash.jaccard)."""
-  return float(np.count_nonzero(a == b)) / len(a)
-
-
 def exact_jaccard(a: bytes, b: bytes) -> float:
   """The Jaccard similarity of two files' shingle sets, for checks and measurements."""
   x, y = shingle_hashes(a), shingle_hashes(b)
@@ -149,7 +144,8 @@ def _near_pairs(signatures: Sequence[np.ndarray], threshold: float) -> np.ndarra
   pairs = np.stack([keys // count, keys % count], axis=1)
   matrix = np.stack(signatures)
   equal = np.empty(len(pairs), np.int64)
-  for start in range(0, len(pairs), 65536):  # the estimate of each pair, a chunk at a time
+  # Each pair's estimate, datasketch's MinHash.jaccard: the share of equal values.
+  for start in range(0, len(pairs), 65536):  # a chunk of pairs at a time
     chunk = pairs[start:start + 65536]
     equal[start:start + len(chunk)] = np.count_nonzero(
         matrix[chunk[:, 0]] == matrix[chunk[:, 1]], axis=1)
