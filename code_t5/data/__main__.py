@@ -135,21 +135,25 @@ def default_workers(options) -> int:
   return min(os.cpu_count() or 1, 4) if options.near_duplicates.on else 1
 
 
+def _download_dir(args, why: str) -> str:
+  """--download_dir, else DATA_DIR/downloads: local, as `why` says."""
+  downloads = args.download_dir or os.path.join(args.data_dir, "downloads")
+  _require_local(downloads, f"{why}; give --download_dir=<a local directory> (--data_dir may "
+                 "stay where it is)")
+  return downloads
+
+
 def cmd_build(args) -> dict:
   from code_t5.data import builder  # pylint: disable=g-import-not-at-top  (imports TF)
   provenance = {}
   if args.command == "build" and args.repos_dir:  # (dev has written its tree already)
-    downloads = args.download_dir or os.path.join(args.data_dir, "downloads")
-    _require_local(downloads, "the FLCC tree of --repos_dir is written on local disk; give "
-                   "--download_dir=<a local directory> (--data_dir may stay where it is)")
+    downloads = _download_dir(args, "the FLCC tree of --repos_dir is written on local disk")
     args.flcc_dir = _repositories_tree(args.repos_dir, os.path.join(
         downloads, "repositories-" + hashlib.sha1(
             os.path.abspath(args.repos_dir).encode("utf-8")).hexdigest()[:12]))
   if getattr(args, "archive", None):
-    downloads = args.download_dir or os.path.join(args.data_dir, "downloads")
-    _require_local(downloads, "an archive is downloaded and extracted on local disk, where "
-                   "its FLCC tree is read; give --download_dir=<a local directory> "
-                   "(--data_dir may stay where it is)")
+    downloads = _download_dir(args, "an archive is downloaded and extracted on local disk, "
+                              "where its FLCC tree is read")
     args.flcc_dir, provenance = archive_lib.fetch(args.archive, downloads,
                                                   args.archive_sha256)
   _require_local(args.flcc_dir, "an FLCC tree is read from local disk; copy it here first "

@@ -40,7 +40,8 @@ SCHEME = "affine32"  # datasketch's: hash values are uint32, permutations a * h 
 # at least this probability (datasketch's own choice weighs misses and false candidates
 # alike: 0.46 at 0.85); the estimate then decides.
 CANDIDATE_RECALL = 0.99
-_SPLITS = ("train", "validation", "test")
+_SPLITS = ("train", "validation", "test")  # flcc.SPLITS (flcc imports this module)
+_HELD_OUT = _SPLITS[1:]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,7 +229,6 @@ def report(options: Options, counters) -> dict:
     return {"mode": OFF}
   by_split = lambda name, splits=_SPLITS: {s: counters[f"near:{name}:{s}"] for s in splits}
   checked = by_split("checked")
-  held_out = ("validation", "test")
   return {
       "mode": options.mode,
       "threshold": options.threshold,
@@ -236,11 +236,11 @@ def report(options: Options, counters) -> dict:
       "files_in_clusters": by_split("clustered"),
       "removed": by_split("removed"),
       "contamination_before": {
-          s: _share(counters[f"near:contaminated:{s}"], checked[s]) for s in held_out},
+          s: _share(counters[f"near:contaminated:{s}"], checked[s]) for s in _HELD_OUT},
       "contamination_after": {
           s: _share(counters[f"near:contaminated_after:{s}"],
-                    checked[s] - counters[f"near:removed:{s}"]) for s in held_out},
-      "contaminated_before": by_split("contaminated", held_out),
+                    checked[s] - counters[f"near:removed:{s}"]) for s in _HELD_OUT},
+      "contaminated_before": by_split("contaminated", _HELD_OUT),
       "checked": checked,
   }
 
@@ -258,7 +258,7 @@ def report_lines(entry: dict) -> Dict[str, str]:
   contamination = "; ".join(
       f"{s} {100 * entry['contamination_before'][s]:.1f}% ({entry['contaminated_before'][s]} "
       f"of {entry['checked'][s]}) before, {100 * entry['contamination_after'][s]:.1f}% after"
-      for s in ("validation", "test"))
+      for s in _HELD_OUT)
   return {
       "near_duplicates": (f"{entry['mode']}, Jaccard >= {entry['threshold']:g}: "
                           f"{entry['clusters']} clusters of {sum(clustered.values())} files "

@@ -84,21 +84,18 @@ def _is_git(path: str) -> bool:
   return os.path.isdir(os.path.join(path, text[len("gitdir:"):].strip()))
 
 
-def _visible_dirs_and_files(path: str):
-  entries = sorted(os.scandir(path), key=lambda e: e.name)
-  dirs = [e for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
-  return dirs, [e for e in entries if e.is_file(follow_symlinks=False)]
-
-
 def _is_source(name: str) -> bool:
   return os.path.splitext(name)[1] in tree_writer.EXTENSION_LANGUAGE
 
 
 def _listed(path: str):
+  """The folder's visible subfolders and its files, sorted by name (links not followed)."""
   try:
-    return _visible_dirs_and_files(path)
+    entries = sorted(os.scandir(path), key=lambda e: e.name)
   except OSError as e:
     raise RepositoriesError(f"{path}: cannot be listed ({e.strerror or e})") from None
+  dirs = [e for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")]
+  return dirs, [e for e in entries if e.is_file(follow_symlinks=False)]
 
 
 def _scan(path: str, parts: Tuple[str, ...]) -> Tuple[str, List[Found]]:
@@ -206,8 +203,7 @@ def read_git(repo: Found):
     mode, kind, oid = meta.decode().split()
     path = path.decode("utf-8", "replace")
     # Regular files only: links (120000) and submodules (commit) hold no code of their own.
-    if (kind == "blob" and mode in ("100644", "100755") and
-        os.path.splitext(path)[1] in tree_writer.EXTENSION_LANGUAGE):
+    if kind == "blob" and mode in ("100644", "100755") and _is_source(path):
       wanted.append((oid, path))
   stored = [(path, content, times.get(path, head_time))
             for path, content in _blobs(repo, wanted)]
@@ -224,7 +220,7 @@ def _folder_files(repo: Found) -> List[Tuple[str, str]]:
   for dirpath, dirnames, filenames in os.walk(repo.path, onerror=fail):
     dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
     for name in sorted(filenames):
-      if os.path.splitext(name)[1] in tree_writer.EXTENSION_LANGUAGE:
+      if _is_source(name):
         full = os.path.join(dirpath, name)
         if os.path.isfile(full) and not os.path.islink(full):
           result.append((os.path.relpath(full, repo.path).replace(os.sep, "/"), full))
