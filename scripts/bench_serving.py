@@ -26,9 +26,32 @@ For the latest checkpoint of --model_dir (a model of --gin_file, default the dev
 Prints a table and writes JSON (--json). The latency of a generated completion grows with its
 length: `read` is the floor, and the line's length and the decoding do the rest.
 
+With --typing=DIR (an export of `python -m code_t5.session_export`), it replays typing
+sessions instead, as an editor asks: for each of the first --lines full-line examples of the
+validation split (held-out repositories), the cursor jumps to the start of the example's line
+(after its indentation) and the line is typed to its end one character at a time, a
+suggestion asked at the start and after each character, each prefix extending the last. Each
+served model answers every keystroke, in a process of its own at each --threads count:
+     session float / int8   code_t5_session.Session on DIR's float32 or 8-bit weights: the
+                            state kept between calls, the shown suggestion kept while typed
+                            along (those calls answered without decoding)
+     SavedModel             each --saved_model as the export answers today: every call from
+                            scratch (before)
+per-call p50 / p95 / p99, the decoded calls' p50, the first call of each line (a jump) and
+the process's first call,
+the share answered without decoding, the tokens the model read a call, and the process's peak
+RSS; a table, JSON and a PNG of the latency distribution (--png). With --equality, the same
+session (float) also types each of those examples' line up to its cursor and completes there
+(decoding, not the kept suggestion), against the SavedModel's from-scratch completion of the
+same prefix: the count that are equal; and the edit similarity of the float and 8-bit
+sessions' completions against the true lines, with the paired bootstrap interval of their
+difference.
+
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/rows8 --json=runs/serving_dev.json
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/tiny --gin_file=models/tiny.gin \\
       --saved_model=greedy=runs/tiny_export/1234 --threads=1 --calls=2   # the tests' mode
+  .venv/bin/python scripts/bench_serving.py --model_dir=runs/rows8 --typing=runs/rows8_session \\
+      --saved_model=greedy=runs/rows8_export/1234 --lines=100 --equality --json=typing.json
 """
 
 import argparse
@@ -49,9 +72,19 @@ MIXTURE = "flcc_python_causal"  # the export reads its vocabulary; the dev model
 EVAL_TASK = "flcc_python_full_line"
 CLASSES = ("short", "medium", "full")
 
+# The process's own peak RSS: /proc's VmHWM, which starts afresh at exec. (getrusage's
+# ru_maxrss does not on Linux: a client started from this process, which holds TensorFlow and
+# the examples, began at this process's peak -- 760 MB for a session that peaks at 130.)
+PEAK_RSS = r"""
+def peak_rss_mb():
+  with open("/proc/self/status") as f:
+    return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
+"""
+
 # The serving client: TensorFlow and tensorflow_text only, one prefix a call.
 CLIENT = r"""
-import json, resource, sys, time
+import json, sys, time
+""" + PEAK_RSS + r"""
 import tensorflow as tf
 threads = int(sys.argv[2])
 tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -60,21 +93,186 @@ import tensorflow_text  # noqa: F401  (the SavedModel's sentencepiece ops)
 start = time.perf_counter()
 serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
 load_s = time.perf_counter() - start
-prefixes = json.loads(sys.stdin.read())
+job = json.loads(sys.stdin.read())
+if isinstance(job, dict):  # typing: [head, line, code start, end] a line, expanded here
+  prefixes = lambda: ((str(k == code), head + line[:k]) for head, line, code, end in job["typed"]
+                      for k in range(code, end + 1))
+else:  # [length class, prefix] a call
+  prefixes = lambda: iter(job)
 
 def call(prefix):
   start = time.perf_counter()
   out = serve(inputs=tf.constant([prefix]))["outputs"].numpy()[0]
   return time.perf_counter() - start, out.decode("utf-8", "replace")
 
-first_s, _ = call(prefixes[0][1])
+first_s, _ = call(next(prefixes())[1])
 calls = []
-for length_class, prefix in prefixes:
+for length_class, prefix in prefixes():
   seconds, out = call(prefix)
-  calls.append([length_class, seconds, len(out.split("\n")[0]), len(out)])
+  calls.append([length_class, seconds, len(out.split("\n")[0]), len(out)]
+               + ([out] if len(sys.argv) > 3 else []))  # argv[3]: the texts too
 print(json.dumps({"load_s": load_s, "first_s": first_s, "calls": calls,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak_rss_mb()}))
 """
+
+# The editor's side of a typing session: code_t5_session only (no TensorFlow), one Session.
+SESSION_CLIENT = r"""
+import json, sys, time
+""" + PEAK_RSS + r"""
+from code_t5_session import Session
+job = json.loads(sys.stdin.read())
+start = time.perf_counter()
+session = Session(job["export"], weights=job["weights"], threads=job["threads"])
+load_s = time.perf_counter() - start
+calls = []
+for head, line, code, end in job["lines"]:  # the prefixes head + line[:k], k = code .. end
+  for k in range(code, end + 1):
+    read = session.model.read_count
+    start = time.perf_counter()
+    got = session.suggest(head + line[:k])
+    calls.append([k == code, time.perf_counter() - start, got.decoded,
+                  session.model.read_count - read])
+completions = []
+for head, line, code, end in job["typed_to_cursor"]:
+  for k in range(code, end):
+    session.suggest(head + line[:k])
+  completions.append(session.complete(head + line[:end]).text)
+print(json.dumps({"load_s": load_s, "calls": calls, "completions": completions,
+                  "peak_rss_mb": peak_rss_mb()}))
+"""
+
+
+def typed_line(prefix, target):
+  """Typing the line of a full-line example from its code start to its end, a suggestion
+  asked at the code start and after each character: [the file before the line, the line, the
+  code's start in it, the line's end] (the prefixes head + line[:k], k = start .. end)."""
+  line_start = prefix.rfind("\n") + 1
+  line = prefix[line_start:] + target
+  return [prefix[:line_start], line, len(line) - len(line.lstrip(" \t")), len(line)]
+
+
+def typed_to_cursor(prefix):
+  """Typing a prefix's last line from its code start up to the cursor, as typed_line."""
+  return typed_line(prefix, "")
+
+
+def typing_client(job):
+  """The session client's measurements of one job (an export, weights, threads, lines)."""
+  proc = subprocess.run([sys.executable, "-c", SESSION_CLIENT], input=json.dumps(job),
+                        capture_output=True, text=True, cwd=REPO)
+  if proc.returncode != 0:
+    sys.exit(f"bench_serving: the session of {job['export']} failed:\n{proc.stderr[-3000:]}")
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def typing_summary(name, threads, measured, first_call_s):
+  """Latency percentiles of a typing run's calls (ms), the jumps' and the first call apart."""
+  ms = np.array([seconds for _, seconds, _, _ in measured["calls"]]) * 1000
+  jumps = np.array([seconds for first, seconds, _, _ in measured["calls"] if first]) * 1000
+  decoded = np.array([seconds for _, seconds, was, _ in measured["calls"] if was]) * 1000
+  return {"served": name, "threads": threads, "calls": len(ms),
+          **{f"p{q}_ms": float(np.percentile(ms, q)) for q in (50, 95, 99)},
+          "decoded_p50_ms": float(np.percentile(decoded, 50)) if len(decoded) else 0.0,
+          "max_ms": float(ms.max()), "jump_p50_ms": float(np.percentile(jumps, 50)),
+          "first_call_ms": first_call_s * 1000,
+          "kept": float(np.mean([not decoded for _, _, decoded, _ in measured["calls"]])),
+          "read_per_call": float(np.mean([read for _, _, _, read in measured["calls"]])),
+          "load_s": measured["load_s"], "peak_rss_mb": measured["peak_rss_mb"],
+          "ms": ms.tolist()}
+
+
+def typing_table(results):
+  rows = ["| served | threads | calls | p50 ms | p95 ms | p99 ms | max ms | decoded p50 ms | "
+          "jump p50 ms | first call ms | kept | tokens read a call | load s | peak RSS MB |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+  for r in results:
+    rows.append(f"| {r['served']} | {r['threads']} | {r['calls']} | {r['p50_ms']:.1f} | "
+                f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {r['max_ms']:.0f} | "
+                f"{r['decoded_p50_ms']:.1f} | {r['jump_p50_ms']:.1f} | "
+                f"{r['first_call_ms']:.0f} | {r['kept']:.0%} | {r['read_per_call']:.1f} | "
+                f"{r['load_s']:.1f} | {r['peak_rss_mb']:.0f} |")
+  return "\n".join(rows)
+
+
+def typing_plot(results, path):
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, ax = plt.subplots(figsize=(8, 4.5))
+  for r in results:
+    ms = np.sort(r["ms"])
+    ax.plot(np.maximum(ms, 0.01), np.arange(1, len(ms) + 1) / len(ms),
+            label=f"{r['served']}, {r['threads']} thread(s)")
+  ax.set_xscale("log")
+  ax.set_xlabel("latency of a keystroke's suggestion (ms, log scale)")
+  ax.set_ylabel("share of keystrokes at or below")
+  ax.grid(True, which="both", alpha=0.3)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+
+
+def run_typing(args, threads):
+  """The --typing mode: typing sessions on the session export and the --saved_model's."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  import code_t5  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from code_t5 import baselines, evaluation, metrics  # pylint: disable=g-import-not-at-top
+  seqio.set_tfds_data_dir_override(args.data_dir)
+  count = max(args.lines, args.equality)
+  examples = baselines.task_examples(EVAL_TASK, args.split, count)
+  lines = [typed_line(p, t) for p, t in examples[:args.lines]]
+  checked = examples[:args.equality]
+  cursor_steps = [typed_to_cursor(p) for p, _ in checked]
+  keystrokes = sum(end - code + 1 for _, _, code, end in lines)
+  print(f"typing {len(lines)} lines, {keystrokes} keystrokes", file=sys.stderr)
+  results, completions = [], {}
+  for weights in args.weights.split(","):
+    for count_threads in threads:
+      job = {"export": args.typing, "weights": weights, "threads": count_threads,
+             "lines": lines, "typed_to_cursor": cursor_steps if count_threads == threads[0] else []}
+      measured = typing_client(job)
+      first = measured["calls"][0][1] if measured["calls"] else 0.0
+      results.append(typing_summary(f"session {weights}", count_threads, measured, first))
+      if job["typed_to_cursor"]:
+        completions[weights] = measured["completions"]
+      print(f"session {weights}, {count_threads} thread(s): p50 "
+            f"{results[-1]['p50_ms']:.1f} ms", file=sys.stderr)
+  saved_models = dict(item.split("=", 1) for item in args.saved_model)
+  for name, saved_model in saved_models.items():
+    for count_threads in threads:
+      measured = serve(saved_model, count_threads, {"typed": lines})
+      calls = [[jump == "True", seconds, True, 0] for jump, seconds, *_ in measured["calls"]]
+      results.append(typing_summary(f"SavedModel {name} (from scratch)", count_threads,
+                                    {**measured, "calls": calls}, measured["first_s"]))
+      print(f"SavedModel {name}, {count_threads} thread(s): p50 {results[-1]['p50_ms']:.1f} ms",
+            file=sys.stderr)
+  report = {"typing": args.typing, "lines": len(lines), "keystrokes": keystrokes,
+            "results": results}
+  if checked and saved_models:
+    name, saved_model = next(iter(saved_models.items()))
+    from_scratch = [out.split("\n")[0] for out in serve_outputs(saved_model, [p for p, _ in checked])]
+    targets = [t for _, t in checked]
+    equality = {"examples": len(checked),
+                "equal": sum(a == b for a, b in zip(completions["float"], from_scratch)),
+                "unequal_examples": [i for i, (a, b) in enumerate(zip(completions["float"],
+                                                                       from_scratch)) if a != b]}
+    scores = {w: evaluation.per_example(targets, c) for w, c in completions.items()}
+    quality = {w: {**metrics.edit_similarity(targets, c), **metrics.exact_match(targets, c)}
+               for w, c in {**completions, "SavedModel": from_scratch}.items()}
+    if "int8" in scores:
+      quality["int8 - float"] = evaluation.bootstrap_lead(scores["int8"]["edit_similarity"],
+                                                          scores["float"]["edit_similarity"])
+    report.update(equality=equality, quality=quality)
+    print(f"equal to the SavedModel's from-scratch completion: {equality['equal']} of "
+          f"{equality['examples']}", file=sys.stderr)
+    print(json.dumps(quality), file=sys.stderr)
+  print(typing_table(results))
+  if args.png:
+    typing_plot(results, args.png)
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(report, f, indent=1)
+  return 0
 
 
 def decodings(beams):
@@ -138,6 +336,16 @@ def serve(saved_model, threads, prefixes):
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def serve_outputs(saved_model, prefixes):
+  """The SavedModel's whole outputs for each prefix, one call each, at 2 threads."""
+  proc = subprocess.run([sys.executable, "-c", CLIENT, saved_model, "2", "texts"],
+                        input=json.dumps([["x", p] for p in prefixes]), capture_output=True,
+                        text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  if proc.returncode != 0:
+    sys.exit(f"bench_serving: serving {saved_model} failed:\n{proc.stderr[-3000:]}")
+  return [call[4] for call in json.loads(proc.stdout.strip().splitlines()[-1])["calls"]]
+
+
 def summary(measured, saved_model):
   """Latency percentiles in ms, overall and per length class, and the rest."""
   def stats(seconds):
@@ -191,9 +399,22 @@ def main(argv=None):
                            "with no exports of its own (give the --gin_file's it was "
                            "exported with: they give the window its prefixes are classed by)")
   parser.add_argument("--json", default=None)
+  parser.add_argument("--typing", default=None,
+                      help="an export of code_t5.session_export: replay typing sessions")
+  parser.add_argument("--lines", type=int, default=100, help="--typing: lines typed")
+  parser.add_argument("--weights", default="float,int8", help="--typing: the session's weights")
+  parser.add_argument("--equality", type=int, default=0,
+                      help="--typing: examples completed at their cursor by the session and "
+                           "by the first --saved_model, compared (716: the learning bench's)")
+  parser.add_argument("--png", default=None, help="--typing: the latency distribution's plot")
+  parser.add_argument("--split", default="validation",
+                      help="--typing: the split whose full-line examples are typed")
   args = parser.parse_args(argv)
   beams = [int(k) for k in args.beams.split(",") if k.strip()]
   threads = [int(t) for t in args.threads.split(",") if t.strip()]
+  if args.typing:
+    require_dataset("bench_serving", args.data_dir)
+    return run_typing(args, threads)
   gin_files = [args.model_gin, *args.gin_file]
   # The window the exports read (decoding_lengths.gin), as export.gin gives it after the files.
   lengths = launch_lengths([*gin_files, "export.gin"], args.gin_param)

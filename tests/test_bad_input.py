@@ -331,6 +331,21 @@ ROWS = [
                  "--data_dir={case.tmp}/no_data", "--gin_file=models/tiny.gin"),
         lambda c: f"bench_serving: {c.tmp}/no_data/flcc/python: not built: run `python -m "
                   "code_t5.data dev`", trained=True),
+    Row("a session export of the prefix LM", "code_t5.session_export",
+        _process("-m", "code_t5.session_export", "--model_dir={case.tmp}/model",
+                 "--t5_tfds_data_dir={case.data_dir}", "--export_dir={case.tmp}/session",
+                 "--gin_file=models/shared-prefix_lm.gin", "--gin_param=" + TINY_MODEL[0],
+                 "--gin_param=" + TASK),
+        lambda c: "code_t5.session_export: error: the session serves the causal model "
+                  "(models/causal.gin, which reads no delimiter); these gin files configure "
+                  "the prefix LM", lambda c: [c.path("session", "*")]),
+    Row("a session export of a model dir without checkpoints", "code_t5.session_export",
+        _process("-m", "code_t5.session_export", "--model_dir={case.tmp}/empty",
+                 "--t5_tfds_data_dir={case.data_dir}", "--export_dir={case.tmp}/session",
+                 "--gin_file=models/causal_lm_dev.gin", "--gin_param=" + TINY_MODEL[0],
+                 "--gin_param=" + TASK),
+        lambda c: f"code_t5.session_export: error: no checkpoint in {c.tmp}/empty: train "
+                  "there first", lambda c: [c.path("session", "*")]),
     Row("the learning bench on a model dir without checkpoints", "scripts/bench_learning.py",
         _process("scripts/bench_learning.py", "--eval_only", "--model_dir={case.tmp}/empty",
                  "--data_dir={case.data_dir}", "--gin_file=models/tiny.gin"),

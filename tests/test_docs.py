@@ -353,6 +353,20 @@ def check_export(ws, proc):
   assert completion == _completions(ws, "completions")[1]
 
 
+def check_session(ws, proc):
+  """The session export is whole, and the editor's loop printed a line per keystroke, the
+  first having read the prefix."""
+  export = os.path.join(ws, "runs", "dev", "session")
+  assert {"session.json", "model.onnx", "model.int8.onnx", "spm.model"} <= set(os.listdir(export))
+  printed = proc.stdout.strip().splitlines()[-len(SESSION_KEYS):]
+  assert len(printed) == len(SESSION_KEYS), proc.stdout[-2000:]
+  assert all(line.endswith(" tokens of the prefix read") for line in printed), printed
+  assert int(printed[0].rsplit(", ", 1)[1].split()[0]) > 0
+
+
+SESSION_KEYS = "class Stack:\n    def push(self, item):\n        self."
+
+
 def check_finetune(ws, proc):
   del proc
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -411,6 +425,7 @@ CHECKS = [
     ("GENTLE_INTRO.md", "--gin_file=score.gin", check_score),
     ("GENTLE_INTRO.md", "--gin_file=export.gin", check_export),
     ("GENTLE_INTRO.md", "--gin_file=finetune.gin", check_finetune),
+    ("GENTLE_INTRO.md", "python -m code_t5.session_export", check_session),
     ("GENTLE_INTRO.md", "cache_tasks_main", check_cache),
     ("GENTLE_INTRO.md", "--model_dir=runs/multilingual", check_multilingual),
 ]

@@ -17,7 +17,9 @@ causal model learns nearly every line and must also complete at least 95% of the
 the prefix LM does not learn every line in as many steps, so it is held to what it learned.
 """
 
+import glob
 import json
+import os
 import math
 import re
 import subprocess
@@ -142,6 +144,7 @@ CAUSAL_STEPS = 500  # its decoding paths held to 95% exact, not to what it learn
 # models/causal.gin heals tokens (code_t5.token_healing); the tests that hold decoding to the
 # training graph's argmax read the prefix's own pieces.
 HEALING_OFF = "code_t5.token_healing.pieces = 0"
+CACHE_ON = "code_t5.copy_cache.weight = 0.5"  # models/causal.gin's (CAUSAL turns it off)
 
 
 @pytest.fixture(scope="module")
@@ -256,6 +259,9 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
          infer("cut healed", params=[f"INPUT_FILE = '{data_root / 'cut_prefixes.jsonl'}'"],
                run_model=shipped),
          infer("cut plain", params=[f"INPUT_FILE = '{data_root / 'cut_prefixes.jsonl'}'"]),
+         # With the copy cache models/causal.gin ships (the session holds to it too).
+         infer("cut cached", params=[f"INPUT_FILE = '{data_root / 'cut_prefixes.jsonl'}'",
+                                     CACHE_ON], run_model=shipped),
          mesh_main_command(model_dir, data_dir, model_files + ["export.gin"],
                            shipped + [f"EXPORT_PATH = '{healed_export_dir}'"])]
         if healed else []),
@@ -289,8 +295,10 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
          if line_search else {}),
       **({"greedy to length": lines("greedy_to_length")} if greedy_to_length else {}),
       "SavedModel": saved_model_completions(export_dir, [p for p, _ in examples], 8),
+      "model_dir": model_dir, "data_dir": data_dir, "healed_export_dir": healed_export_dir,
       **({"greedy healed": lines("greedy healed"),
           "cut healed": lines("cut healed"), "cut plain": lines("cut plain"),
+          "cut cached": lines("cut cached"),
           "SavedModel healed": saved_model_completions(healed_export_dir,
                                                        [p for p, _ in examples], 8)}
          if healed else {}),
@@ -484,3 +492,135 @@ def test_decoding_completes_every_line_the_training_graph_learned(request, memor
   misses = [(run["targets"][i], run[path][i], run["log P"][i]) for i in learned
             if run[path][i] != run["targets"][i]]
   assert not misses, (path, misses)
+
+
+@pytest.fixture(scope="module")
+def session_exports(causal, tmp_path_factory):
+  """The causal model exported for editor sessions (python -m code_t5.session_export) as
+  infer's healed runs decode: without the copy cache (CAUSAL's) and with it (the shipped
+  models/causal.gin's)."""
+  root = tmp_path_factory.mktemp("session")
+  exports = {}
+  for name, params in (("healed", []), ("cached", [CACHE_ON])):
+    exports[name] = str(root / name)
+    proc = subprocess.run(
+        [PYTHON, "-m", "code_t5.session_export", f"--model_dir={causal['model_dir']}",
+         f"--t5_tfds_data_dir={causal['data_dir']}", f"--export_dir={exports[name]}",
+         *[f"--gin_file={f}" for f in CAUSAL_FILES],
+         *[f"--gin_param={p}" for p in [*CAUSAL, f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'", *params]],
+         *(["--no_int8"] if name == "cached" else [])],
+        cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+  return exports
+
+
+def _typed_then_completed(session, prefix):
+  """The session's completion at `prefix` after its line was typed up to there one
+  character at a time (a suggestion asked at each), from the line's code start."""
+  line_start = prefix.rfind("\n") + 1
+  line = prefix[line_start:]
+  for end in range(len(line) - len(line.lstrip(" \t")), len(line)):
+    session.suggest(prefix[:line_start] + line[:end])
+  return session.complete(prefix)
+
+
+@pytest.mark.slow
+def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, session_exports):
+  """The ONNX graph on the checkpoint's weights, reading a prefix at once and one token at a
+  time with its keys and values kept, against mesh-tf's model on the same tokens: float32,
+  at most 1e-4 apart; the 8-bit weights near them."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+  from code_t5_session.model import CachedModel, model_path  # pylint: disable=g-import-not-at-top
+  export = session_exports["healed"]
+  with open(os.path.join(export, "session.json")) as f:
+    checkpoint = json.load(f)["checkpoint"]
+  processor = spm.SentencePieceProcessor(model_file=os.path.join(export, "spm.model"))
+  sequences = [[0] + processor.encode(prefix)[-40:] for prefix, _ in memorise_data[2][5:8]]
+  proc = subprocess.run(
+      [PYTHON, os.path.join(REPO_ROOT, "tests", "mesh_tf_logits.py"), checkpoint,
+       causal["data_dir"], json.dumps(CAUSAL_FILES),
+       json.dumps([*CAUSAL, f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'"])],
+      input=json.dumps(sequences), cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  expected = [np.array(logits, np.float32) for logits in json.loads(proc.stdout.splitlines()[-1])]
+  model, int8 = CachedModel(model_path(export), 1), CachedModel(model_path(export, "int8"), 1)
+  for sequence, reference in zip(sequences, expected):
+    model.tokens, model.logits = [], {}
+    np.testing.assert_allclose(model.logits_after(sequence), reference[-1], rtol=0, atol=1e-4)
+    model.tokens, model.logits = [], {}
+    for n in range(1, len(sequence) + 1):  # one token a call
+      np.testing.assert_allclose(model.logits_after(sequence[:n]), reference[n - 1], rtol=0,
+                                 atol=1e-4)
+    spread = float(reference.max() - reference.min())
+    assert np.abs(int8.logits_after(sequence) - reference[-1]).max() < 0.05 * spread
+  assert os.path.getsize(model_path(export, "int8")) < 0.4 * os.path.getsize(model_path(export))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("export,prefixes,infer", [
+    ("healed", "examples", "greedy healed"), ("healed", "cuts", "cut healed"),
+    ("cached", "cuts", "cut cached")])
+def test_a_typed_session_completes_as_infer_and_the_saved_model(
+    causal, memorise_data, session_exports, export, prefixes, infer):
+  """Each prefix's line typed one character at a time in one session (its state reused from
+  keystroke to keystroke, and across prefixes where they share code), then completed: what
+  infer (and the SavedModel, which completes as infer does) writes, healed, with the copy
+  cache and without."""
+  from code_t5_session import Session  # pylint: disable=g-import-not-at-top
+  session = Session(session_exports[export], threads=1)
+  texts = ([p for p, _ in memorise_data[2]] if prefixes == "examples"
+           else [p for p, _ in cuts_inside_words()])
+  completions = [_typed_then_completed(session, prefix) for prefix in texts]
+  assert [c.text for c in completions] == causal[infer]
+  # The state reused where it could be: this model's window is 64 tokens (tiny.gin's), so
+  # most keystrokes move its start to a later line start, and the whole window is new.
+  assert sum(c.prefix_read for c in completions) < sum(len(session.window(p)) for p in texts)
+
+
+@pytest.mark.slow
+def test_the_shown_suggestion_is_kept_while_typed_along(session_exports):
+  """Typing the shown suggestion's characters answers from it, reading nothing; a character
+  it does not have, or a deletion, decodes again, from the state the model already holds."""
+  from code_t5_session import Session  # pylint: disable=g-import-not-at-top
+  session = Session(session_exports["cached"], threads=1)
+  prefix = "import threading\nfrom collections import deque\n\n\nclass "
+  first = session.suggest(prefix)
+  assert first.decoded and first.read > 20 and len(first.text) >= 3, first
+  again = session.suggest(prefix)
+  assert (again.text, again.decoded, again.read) == (first.text, False, 0)
+  along = session.suggest(prefix + first.text[:2])
+  assert (along.text, along.decoded, along.read) == (first.text[2:], False, 0)
+  other = session.suggest(prefix + "Zq")
+  assert other.decoded and 0 < other.prefix_read < first.prefix_read
+  back = session.suggest(prefix[:-1])
+  assert back.decoded and back.prefix_read < first.prefix_read
+  assert session.complete(prefix).text == first.text  # from the kept state, as from scratch
+
+
+@pytest.mark.slow
+def test_the_serving_bench_replays_typing_sessions(causal, session_exports, tmp_path):
+  """scripts/bench_serving.py --typing on the session export and the healed SavedModel: a
+  latency per keystroke of each, the kept suggestions counted, and the equality check of
+  the session's completions at the examples' cursors with the SavedModel's."""
+  [saved_model] = glob.glob(os.path.join(causal["healed_export_dir"], "[0-9]*"))
+  out, png = tmp_path / "typing.json", tmp_path / "typing.png"
+  proc = subprocess.run(
+      [PYTHON, os.path.join(REPO_ROOT, "scripts", "bench_serving.py"),
+       f"--model_dir={causal['model_dir']}", f"--data_dir={causal['data_dir']}",
+       f"--typing={session_exports['healed']}", f"--saved_model=healed={saved_model}",
+       "--split=train", "--lines=3", "--equality=6", "--threads=1", f"--json={out}",
+       f"--png={png}"], cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  report = json.loads(out.read_text())
+  served = [r["served"] for r in report["results"]]
+  assert served == ["session float", "session int8", "SavedModel healed (from scratch)"]
+  for result in report["results"]:
+    assert result["calls"] == report["keystrokes"] > report["lines"] == 3
+    assert 0 < result["p50_ms"] <= result["p95_ms"] <= result["p99_ms"] <= result["max_ms"]
+    assert result["peak_rss_mb"] > 0 and result["first_call_ms"] > 0
+  session, _, saved = report["results"]
+  assert session["kept"] > 0 and saved["kept"] == 0  # typed along the shown suggestions
+  assert report["equality"] == {"examples": 6, "equal": 6, "unequal_examples": []}
+  assert set(report["quality"]) == {"float", "int8", "SavedModel", "int8 - float"}
+  assert png.stat().st_size > 0 and "| session float | 1 |" in proc.stdout

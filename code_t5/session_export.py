@@ -1,0 +1,230 @@
+"""Export a checkpoint for editor sessions: `code_t5_session`'s ONNX graph, its weights in
+float32 and 8 bits, the vocabulary and the decoding's settings, all read from the same gin
+files and checkpoint as mesh_transformer_main's export.
+
+  python -m code_t5.session_export --model_dir=runs/dev --t5_tfds_data_dir=data/dev/tfds \\
+      --gin_file=models/causal_lm_dev.gin --gin_param="MIXTURE_NAME = 'flcc_python_causal'" \\
+      --export_dir=runs/dev_session
+
+writes to --export_dir:
+  model.onnx       the model (code_t5_session/graph.py), float32 weights
+  model.int8.onnx  the same with its weight products in 8 bits (onnxruntime's dynamic
+                   quantization: int8 weights, per output column; activations quantized per
+                   call); attention's products of activations stay float
+  spm.model        the Task's vocabulary
+  session.json     the window (DECODING_LENGTHS), token healing, the copy cache and the
+                   healing pieces' texts: what `code_t5_session.Session` decodes with;
+                   written last, so an export stopped half-way has none and is not taken
+
+The served model is the causal model (models/causal.gin) with T5's shared relative position
+bias; another configuration stops in one line that says what the session cannot serve.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from code_t5_session import graph as session_graph
+from code_t5_session import model as session_model
+from code_t5_session import session as session_lib
+
+
+class ExportError(ValueError):
+  """A configuration the session does not serve, or a checkpoint it cannot read."""
+
+
+def _parse_gin(gin_files, gin_params):
+  import gin  # pylint: disable=g-import-not-at-top
+  import code_t5  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from mesh_tensorflow.transformer import utils  # pylint: disable=g-import-not-at-top
+  import t5.models.mesh_transformer  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  import logging  # pylint: disable=g-import-not-at-top
+  root = logging.getLogger()
+  level = root.level
+  root.setLevel(logging.CRITICAL)  # gin logs an ERROR for each include it finds on its path
+  try:  # as mesh_transformer_main parses them: mesh-tf's defaults first
+    gin.parse_config_file(os.path.join(os.path.dirname(utils.__file__),
+                                       utils._DEFAULT_CONFIG_FILE))  # pylint: disable=protected-access
+    gin.parse_config_files_and_bindings([*gin_files, "decoding_lengths.gin"], gin_params)
+  finally:
+    root.setLevel(level)
+
+
+def _query(name, default):
+  import gin  # pylint: disable=g-import-not-at-top
+  try:
+    return gin.query_parameter(name)
+  except ValueError:
+    return default
+
+
+def decoding_settings():
+  """The settings of greedy decoding under the parsed gin config, as code_t5.greedy_decode
+  reads them; an ExportError where the session decodes otherwise."""
+  from code_t5 import gin_config, preprocessors  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import copy_cache, search  # pylint: disable=g-import-not-at-top
+  if preprocessors.inputs_delimiter():
+    raise ExportError("the session serves the causal model (models/causal.gin, which reads "
+                      "no delimiter); these gin files configure the prefix LM")
+  checks = {
+      "transformer_layers.SelfAttention.relative_attention_type": ("bias_shared",),
+      "Unitransformer.positional_embedding": (False,),
+      "Unitransformer.shared_embedding_and_softmax_weights": (True,),
+      "DenseReluDense.activation": ("relu",),
+  }
+  for name, expected in checks.items():
+    value = _query(name, expected[0] if name == "DenseReluDense.activation" else None)
+    if value not in expected:
+      raise ExportError(f"the session serves models with {name} = {expected[0]!r}; "
+                        f"these gin files set {value!r}")
+  lengths = gin_config.run_parameter("sequence_length")
+  return {
+      "inputs_length": int(lengths["inputs"]), "targets_length": int(lengths["targets"]),
+      "healing_pieces": int(search.token_healing()), "copy_cache": copy_cache.copy_cache(),
+      "relative_buckets": int(_query("SelfAttention.relative_attention_num_buckets", 32)),
+  }
+
+
+def relative_bias_by_distance(table: np.ndarray, buckets: int, distances: int) -> np.ndarray:
+  """[heads, distances + 1]: the bias of a key d positions before its query, by mesh-tf's own
+  bucket function (causal: no later key is read)."""
+  import mesh_tensorflow as mtf  # pylint: disable=g-import-not-at-top
+  from mesh_tensorflow.transformer import transformer_layers  # pylint: disable=g-import-not-at-top
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  graph = tf.Graph()
+  with graph.as_default():
+    mtf_graph = mtf.Graph()
+    mesh = mtf.Mesh(mtf_graph, "buckets")
+    distance = mtf.Dimension("distance", distances + 1)
+    relative = -mtf.range(mesh, distance, tf.int32)
+    bucket = transformer_layers._relative_position_bucket(  # pylint: disable=protected-access
+        relative, bidirectional=False, num_buckets=buckets)
+    impl = mtf.placement_mesh_impl.PlacementMeshImpl(shape=[], layout={}, devices=[""])
+    lowering = mtf.Lowering(mtf_graph, {mesh: impl})
+    result = lowering.export_to_tf_tensor(bucket)
+    with tf.Session(graph=graph) as sess:
+      ids = sess.run(result)
+  return table[:, ids]
+
+
+def checkpoint_weights(checkpoint: str):
+  """(Architecture, {name: float32 array}) of a mesh-tf checkpoint of the causal model."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(checkpoint)
+  shapes = reader.get_variable_to_shape_map()
+  layers = 0
+  while session_graph.weight_names(layers)["q"] in shapes:
+    layers += 1
+  names = [session_graph.EMBEDDING, session_graph.FINAL_NORM, session_graph.RELATIVE_BIAS]
+  names += [n for layer in range(layers) for n in session_graph.weight_names(layer).values()]
+  missing = [n for n in names if n not in shapes]
+  if not layers or missing:
+    raise ExportError(f"{checkpoint}: not a checkpoint of the causal model the session serves "
+                      f"({(missing or ['transformer/block_000'])[0]} is not in it)")
+  weights = {n: np.asarray(reader.get_tensor(n), np.float32) for n in names}
+  vocab_size, d_model = weights[session_graph.EMBEDDING].shape
+  heads = weights[session_graph.RELATIVE_BIAS].shape[0]
+  arch = session_graph.Architecture(layers=layers, heads=heads,
+                                    d_kv=weights[session_graph.weight_names(0)["q"]].shape[1] // heads,
+                                    d_model=d_model, vocab_size=vocab_size)
+  return arch, weights
+
+
+def _vocabulary_model():
+  """The serialized sentencepiece model of the Task's vocabulary (MIXTURE_NAME's first Task)."""
+  import gin  # pylint: disable=g-import-not-at-top
+  import seqio  # pylint: disable=g-import-not-at-top
+  mixture = gin.query_parameter("%MIXTURE_NAME")
+  task = seqio.get_subtasks(seqio.get_mixture_or_task(mixture))[0]
+  return task.output_features["targets"].vocabulary.sp_model
+
+
+def _write(path, data):
+  from code_t5 import files  # pylint: disable=g-import-not-at-top
+  files.write_atomically(path, data)
+
+
+def export(model_dir: str, export_dir: str, checkpoint_step: int = -1, int8: bool = True):
+  """Writes the export of the parsed gin config's model at `checkpoint_step` of `model_dir`;
+  returns the files written."""
+  from onnxruntime.quantization import QuantType, quantize_dynamic  # pylint: disable=g-import-not-at-top
+  from code_t5 import files  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import healing  # pylint: disable=g-import-not-at-top
+  from code_t5.vocabulary import EOS_ID, NEWLINE_ID  # pylint: disable=g-import-not-at-top
+  settings = decoding_settings()
+  checkpoint = files.chosen_checkpoint(checkpoint_step, model_dir)
+  arch, weights = checkpoint_weights(checkpoint)
+  # The model's input sequence: 0, the window, and what decoding writes (healing's pieces too).
+  positions = (1 + settings["inputs_length"] + settings["targets_length"]
+               + settings["healing_pieces"])
+  bias = relative_bias_by_distance(weights[session_graph.RELATIVE_BIAS],
+                                   settings["relative_buckets"], positions)
+  model = session_graph.build(arch, weights, bias, positions)
+  for key, value in session_model.architecture_metadata(arch, positions).items():
+    entry = model.metadata_props.add()
+    entry.key, entry.value = key, value
+  vocabulary = _vocabulary_model()
+  texts = healing.tables_of_model(vocabulary, arch.vocab_size).texts.tolist()
+  written = []
+  files.makedirs(export_dir)
+  session_json = os.path.join(export_dir, session_lib.CONFIG)
+  if files.exists(session_json):  # no old config beside new files, if this export stops
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.io.gfile.remove(session_json)
+  with tempfile.TemporaryDirectory() as tmp:
+    float_path = os.path.join(tmp, "model.onnx")
+    with open(float_path, "wb") as f:
+      f.write(model.SerializeToString())
+    outputs = [float_path]
+    if int8:
+      int8_path = os.path.join(tmp, "model.int8.onnx")
+      import logging  # pylint: disable=g-import-not-at-top
+      logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process image models
+      quantize_dynamic(float_path, int8_path, weight_type=QuantType.QInt8, per_channel=True,
+                       nodes_to_quantize=session_graph.weight_matmuls(model))
+      outputs.append(int8_path)
+    for path in outputs:
+      target = os.path.join(export_dir, os.path.basename(path))
+      with open(path, "rb") as f:
+        _write(target, f.read())
+      written.append(target)
+  _write(os.path.join(export_dir, session_lib.VOCABULARY), vocabulary)
+  config = {**settings, "healing_texts": texts, "checkpoint": checkpoint,
+            "newline_id": NEWLINE_ID, "eos_id": EOS_ID, "int8": int8}
+  _write(session_json, json.dumps(config))
+  return written + [os.path.join(export_dir, session_lib.VOCABULARY), session_json]
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(prog="python -m code_t5.session_export",
+                                   description=__doc__.split("\n\n", 1)[0])
+  parser.add_argument("--model_dir", required=True, help="holds the checkpoint")
+  parser.add_argument("--export_dir", required=True, help="where the export goes")
+  parser.add_argument("--t5_tfds_data_dir", required=True,
+                      help="the run's data dir: the Task's vocabulary is read there")
+  parser.add_argument("--gin_file", action="append", default=[],
+                      help="the model's gin files, as it was trained (models/causal_lm_dev.gin)")
+  parser.add_argument("--gin_param", action="append", default=[])
+  parser.add_argument("--checkpoint_step", type=int, default=-1, help="-1: the latest")
+  parser.add_argument("--no_int8", action="store_true", help="float32 weights only")
+  args = parser.parse_args(argv)
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  import seqio  # pylint: disable=g-import-not-at-top
+  from code_t5 import errors, files  # pylint: disable=g-import-not-at-top
+  seqio.set_tfds_data_dir_override(args.t5_tfds_data_dir)
+
+  def run():
+    _parse_gin(args.gin_file, args.gin_param)
+    for path in export(args.model_dir, args.export_dir, args.checkpoint_step,
+                       int8=not args.no_int8):
+      print(f"wrote {path}")
+  return errors.run_command("code_t5.session_export", run,
+                            expected=(ExportError, files.CheckpointError, ValueError))
+
+
+if __name__ == "__main__":
+  sys.exit(main())

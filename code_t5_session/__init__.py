@@ -1,0 +1,13 @@
+"""code_t5_session: completions at editor speed from an export of `python -m code_t5.session_export`.
+
+NumPy, sentencepiece and onnxruntime only (no TensorFlow, no code_t5 import), so that an
+editor's process stays small:
+
+  session.py   Session.suggest(prefix): a suggestion per keystroke, the shown one kept while
+               the user types along it
+  model.py     the model in onnxruntime, the keys and values of what it read kept
+  decoding.py  the export's window, token healing and copy cache, on one prefix
+  graph.py     the ONNX graph of the causal model (what the exporter builds)
+"""
+
+from code_t5_session.session import Session, Suggestion  # noqa: F401

@@ -1,0 +1,117 @@
+"""The export's decoding rules on one prefix, in NumPy: the window, token healing's back-off and
+mask, and the copy cache.
+
+Each is the rule of code_t5's TensorFlow decoding (which the SavedModel export, eval and infer
+run), written again for one row so that a served editor session needs no TensorFlow; each is
+held to its TensorFlow original by tests/test_session.py, and the session's completions to
+the SavedModel's on the learning bench's examples:
+
+  window(...)             code_t5.preprocessors.left_truncate_at_line
+  back_off(...)           code_t5.decoding.healing.back_off
+  allowed_pieces(...)     code_t5.decoding.healing.allowed_pieces
+  next_token_counts(...)  code_t5.decoding.copy_cache.next_token_counts
+  mixed_log_probs(...)    code_t5.decoding.copy_cache.mixed_log_probs
+"""
+
+import bisect
+
+import numpy as np
+
+
+def window(tokens, max_length: int, newline_id: int):
+  """The longest suffix of `tokens` of at most `max_length` that starts a line; the plain last
+  `max_length` tokens when that window holds no line start."""
+  excess = max(len(tokens) - max_length, 0)
+  for i in range(excess, len(tokens)):
+    if i == 0 or tokens[i - 1] == newline_id:
+      return list(tokens[i:])
+  return list(tokens[excess:])
+
+
+class HealingPieces:
+  """Which pieces heal and their texts (code_t5.decoding.healing.HealingTables: texts,
+  blank), and an index of them by text for the mask."""
+
+  def __init__(self, texts):
+    self.texts = list(texts)
+    self.lengths = np.array([len(t) for t in self.texts])
+    self.blank = np.array([bool(t) and not t.strip(" \t") for t in self.texts])
+    self.by_text = {t: i for i, t in enumerate(self.texts) if t}
+    self.sorted = sorted((t, i) for i, t in enumerate(self.texts) if t)
+    self.sorted_texts = [t for t, _ in self.sorted]
+
+  def back_off(self, ids, pieces: int, newline_id: int):
+    """(kept, typed): `ids` less up to their last `pieces` healing pieces, and those pieces.
+    At least one piece stays; a line end, a piece that does not heal or the line's
+    indentation ends the back-off."""
+    code_start = len(ids)
+    for i in range(len(ids) - 1, -1, -1):
+      if ids[i] == newline_id:
+        break
+      if not self.blank[ids[i]]:
+        code_start = i
+    taken = 0
+    for k in range(1, pieces + 1):
+      position = len(ids) - k
+      if position >= 1 and position >= code_start and self.lengths[ids[position]] > 0:
+        taken += 1
+      else:
+        break
+    cut = len(ids) - taken
+    return list(ids[:cut]), list(ids[cut:])
+
+  def allowed_pieces(self, left: str):
+    """The ids of the pieces that agree with the text `left` to write: a start of it, or
+    beginning with all of it."""
+    allowed = [self.by_text[left[:k]] for k in range(1, len(left) + 1) if left[:k] in self.by_text]
+    start = bisect.bisect_left(self.sorted_texts, left)
+    for text, i in self.sorted[start:]:
+      if not text.startswith(left):
+        break
+      allowed.append(i)
+    return np.unique(np.array(allowed, np.int64))
+
+  def written_length(self, ids):
+    """The characters `ids` wrote; a piece that does not heal (a line end, EOS) counts one."""
+    return int(sum(max(int(self.lengths[i]), 1) for i in ids))
+
+
+def next_token_counts(sequence, source_length: int, vocab_size: int, order: int,
+                      max_order: int):
+  """float32 [vocab_size]: how often each token among the first `source_length` of
+  `sequence` (the prefix, then what decoding wrote) followed the longest run of the
+  sequence's last tokens (`order` to `max_order` of them) that stands before it too."""
+  sequence = np.asarray(sequence, np.int64)
+  n = len(sequence)
+  if n == 0:
+    return np.zeros(vocab_size, np.float32)
+  last = n - 1
+  index = np.arange(n)
+  agree = index + 1 < source_length
+  longest = np.zeros(n, bool)
+  for k in range(max_order):
+    mine = sequence[max(last - k, 0)]
+    theirs = np.concatenate([np.zeros(min(k, n), np.int64), sequence[:max(n - k, 0)]])
+    agree &= (index - k >= 0) & (last - k >= 0) & (theirs == mine)
+    if k + 1 < order:
+      continue
+    if agree.any():
+      longest = agree.copy()
+  following = np.concatenate([sequence[1:], [0]])
+  return np.bincount(following[longest], minlength=vocab_size)[:vocab_size].astype(np.float32)
+
+
+def log_softmax(logits):
+  logits = np.asarray(logits, np.float32)
+  shifted = logits - logits.max()
+  return shifted - np.log(np.exp(shifted).sum())
+
+
+def mixed_log_probs(logits, counts, weight: float):
+  """log((1 - weight) * softmax(logits) + weight * counts / their sum), the model's alone
+  where `counts` has none."""
+  log_model = log_softmax(logits)
+  total = counts.sum()
+  share = np.float32(weight if total > 0 else 0.0)
+  return np.log((1 - share) * np.exp(log_model) + share * counts / max(total, 1.0)
+                + np.float32(1e-30)).astype(np.float32)

@@ -1,0 +1,182 @@
+"""The served model as an ONNX graph: the dev and base models' causal Transformer, one call
+reading the tokens after those whose keys and values the caller keeps.
+
+    inputs   ids [T] int64: the tokens at positions P .. P + T - 1
+             past_length [] int64: P
+             past_key_<l>, past_value_<l> [heads, slots, d_kv] float32, l = 0 .. layers - 1:
+               the caller's buffers, whose first P slots hold what earlier calls returned
+    outputs  logits [vocab]: the next token's, after position P + T - 1
+             key_<l>, value_<l> [heads, T, d_kv]: the new positions', for the caller to store
+               in slots P .. P + T - 1
+
+The caller (`code_t5_session.model.CachedModel`) passes its whole buffers: a numpy array is
+handed to onnxruntime without a copy, where a slice of the first P slots would be copied at
+every call. Attention reads every slot, the empty ones masked, and the new positions; a call
+computes only its own positions. The computation is mesh-tf's Unitransformer as
+models/causal.gin configures it (mesh_tensorflow/transformer/transformer.py and
+transformer_layers.py):
+
+  x = embedding[ids]                                   no positional embedding
+  per layer:  x += o(attention(rms_norm(x)))           T5's relative position bias, one
+              x += wo(relu(wi(rms_norm(x))))             table shared by all layers, causal
+  logits = embedding @ (rms_norm(x) * d_model ** -0.5) the embedding shared with the softmax
+
+Attention logits are q . k unscaled (mesh-tf folds the scale into q's initialization); the
+relative position bias of a key `d` positions back is `bias[head, bucket(d)]` with mesh-tf's
+buckets (computed by the exporter with mesh-tf's own function:
+`code_t5.session_export.relative_bias_by_distance`), a later key or an empty slot gets -1e9,
+as mesh-tf's visibility bias gives it. tests/test_memorisation.py holds the graph's logits
+to mesh-tf's on the same checkpoint and tokens.
+"""
+
+import dataclasses
+
+import numpy as np
+
+OPSET = 17
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+  """What the graph needs to know of a model besides its weights."""
+  layers: int
+  heads: int
+  d_kv: int
+  d_model: int
+  vocab_size: int
+  epsilon: float = 1e-6
+
+
+def weight_names(layer: int) -> dict:
+  """mesh-tf's checkpoint names of one layer's weights (block_<layer>, self-attention as
+  layer_000 and the feed-forward as layer_001 of it)."""
+  block = f"transformer/block_{layer:03d}"
+  return {
+      "attention_norm": f"{block}/layer_000/rms_norm/scale",
+      "q": f"{block}/layer_000/SelfAttention/q",
+      "k": f"{block}/layer_000/SelfAttention/k",
+      "v": f"{block}/layer_000/SelfAttention/v",
+      "o": f"{block}/layer_000/SelfAttention/o",
+      "ff_norm": f"{block}/layer_001/rms_norm/scale",
+      "wi": f"{block}/layer_001/DenseReluDense/wi/kernel",
+      "wo": f"{block}/layer_001/DenseReluDense/wo/kernel",
+  }
+
+
+EMBEDDING = "transformer/embedding"
+FINAL_NORM = "transformer/rms_norm/scale"
+RELATIVE_BIAS = "transformer/block_000/layer_000/SelfAttention/relative_attention_bias"
+
+
+def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, positions: int):
+  """The ONNX ModelProto of a model: `weights` by mesh-tf's checkpoint names (float32 arrays),
+  `bias_by_distance` [heads, D + 1]: the bias of a key d positions back, d = 0 .. D (every
+  distance past D has D's bucket); `positions`: the slots of the caller's key/value buffers."""
+  from onnx import TensorProto, helper, numpy_helper  # pylint: disable=g-import-not-at-top
+
+  nodes, initializers = [], []
+  counter = [0]
+
+  def name(stem):
+    counter[0] += 1
+    return f"{stem}_{counter[0]}"
+
+  def const(stem, value):
+    tensor = numpy_helper.from_array(np.asarray(value), name(stem))
+    initializers.append(tensor)
+    return tensor.name
+
+  def node(op, inputs, stem=None, output=None, **attributes):
+    out = output or name(stem or op.lower())
+    nodes.append(helper.make_node(op, inputs, [out], name=out, **attributes))
+    return out
+
+  def weight(key):
+    return const(key.replace("/", "_"), weights[key].astype(np.float32))
+
+  def ints(*values):
+    return const("ints", np.array(values, np.int64))
+
+  def rms_norm(x, scale_key):
+    # The pattern onnxruntime fuses into one SimplifiedLayerNormalization.
+    variance = node("ReduceMean", [node("Pow", [x, const("two", np.float32(2.0))])], axes=[-1],
+                    keepdims=1)
+    root = node("Sqrt", [node("Add", [variance, const("eps", np.float32(arch.epsilon))])])
+    return node("Mul", [node("Div", [x, root]), weight(scale_key)])
+
+  def heads_first(x):  # [T, heads * d_kv] -> [heads, T, d_kv]
+    return node("Transpose", [node("Reshape", [x, ints(0, arch.heads, arch.d_kv)])],
+                perm=[1, 0, 2])
+
+  slots = [arch.heads, positions, arch.d_kv]
+  graph_inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, ["T"]),
+                  helper.make_tensor_value_info("past_length", TensorProto.INT64, [])]
+  graph_outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [arch.vocab_size])]
+  for layer in range(arch.layers):
+    for kind in ("key", "value"):
+      graph_inputs.append(helper.make_tensor_value_info(f"past_{kind}_{layer}",
+                                                        TensorProto.FLOAT, slots))
+      graph_outputs.append(helper.make_tensor_value_info(
+          f"{kind}_{layer}", TensorProto.FLOAT, [arch.heads, "T", arch.d_kv]))
+
+  # The bias [heads, T, slots + T]: the held slots (those from past_length on are empty), then
+  # the new positions (each reads itself and those before it).
+  zero, one = const("zero", np.array(0, np.int64)), const("one", np.array(1, np.int64))
+  new_count = node("Squeeze", [node("Shape", ["ids"])], stem="T")
+  query_positions = node("Range", ["past_length", node("Add", ["past_length", new_count]), one])
+  slot_positions = const("slot_positions", np.arange(positions, dtype=np.int64))
+  key_positions = node("Concat", [slot_positions, query_positions], axis=0)
+  distance = node("Sub", [node("Unsqueeze", [query_positions, ints(1)]),
+                          node("Unsqueeze", [key_positions, ints(0)])])  # [T, slots + T]
+  empty = node("Concat", [node("GreaterOrEqual", [slot_positions, "past_length"]),
+                          node("Less", [query_positions, zero])], axis=0)  # no new one is
+  unseen = node("Or", [node("Less", [distance, zero]), node("Unsqueeze", [empty, ints(0)])])
+  table = const("bias_by_distance", bias_by_distance.astype(np.float32))
+  clipped = node("Clip", [distance, zero, const("dmax", np.array(bias_by_distance.shape[1] - 1,
+                                                                   np.int64))])
+  mask = node("Where", [unseen, const("neg", np.float32(-1e9)), const("fzero", np.float32(0.0))])
+  bias = node("Add", [node("Gather", [table, clipped], axis=1), mask])
+
+  x = node("Gather", [const("embedding", weights[EMBEDDING].astype(np.float32)), "ids"])
+  for layer in range(arch.layers):
+    w = weight_names(layer)
+    h = rms_norm(x, w["attention_norm"])
+    q = heads_first(node("MatMul", [h, weight(w["q"])]))
+    new_key = node("Transpose", [node("Reshape", [node("MatMul", [h, weight(w["k"])]),
+                                                  ints(0, arch.heads, arch.d_kv)])],
+                   perm=[1, 0, 2], output=f"key_{layer}")
+    new_value = node("Transpose", [node("Reshape", [node("MatMul", [h, weight(w["v"])]),
+                                                    ints(0, arch.heads, arch.d_kv)])],
+                     perm=[1, 0, 2], output=f"value_{layer}")
+    scores = node("Concat", [
+        node("MatMul", [q, node("Transpose", [f"past_key_{layer}"], perm=[0, 2, 1])]),
+        node("MatMul", [q, node("Transpose", [new_key], perm=[0, 2, 1])])], axis=-1)
+    probs = node("Softmax", [node("Add", [scores, bias])], axis=-1)
+    past_probs = node("Slice", [probs, ints(0), ints(positions), ints(2)])
+    new_probs = node("Slice", [probs, ints(positions), ints(np.iinfo(np.int64).max), ints(2)])
+    attended = node("Add", [node("MatMul", [past_probs, f"past_value_{layer}"]),
+                            node("MatMul", [new_probs, new_value])])
+    merged = node("Reshape", [node("Transpose", [attended], perm=[1, 0, 2]),
+                              ints(0, arch.heads * arch.d_kv)])
+    x = node("Add", [x, node("MatMul", [merged, weight(w["o"])])])
+    h = rms_norm(x, w["ff_norm"])
+    x = node("Add", [x, node("MatMul", [node("Relu", [node("MatMul", [h, weight(w["wi"])])]),
+                                        weight(w["wo"])])])
+  last = node("Slice", [x, ints(-1), ints(np.iinfo(np.int64).max)])
+  hidden = node("Mul", [rms_norm(last, FINAL_NORM),
+                        const("rescale", np.float32(arch.d_model ** -0.5))])
+  softmax_weights = const("softmax_weights",
+                          np.ascontiguousarray(weights[EMBEDDING].T.astype(np.float32)))
+  node("Reshape", [node("MatMul", [hidden, softmax_weights]), ints(-1)], output="logits")
+  graph = helper.make_graph(nodes, "code_t5_causal_lm", graph_inputs, graph_outputs, initializers)
+  model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                            producer_name="code_t5")
+  model.ir_version = 8  # what onnxruntime of the lock reads, whatever onnx writes by default
+  return model
+
+
+def weight_matmuls(model) -> list:
+  """The names of the MatMul nodes whose second input is a weight: what 8-bit quantization
+  changes (attention's two products of activations stay float)."""
+  weights = {i.name for i in model.graph.initializer}
+  return [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]

@@ -1,0 +1,128 @@
+"""An editor's completion session: a suggestion per keystroke, from an export of
+`python -m code_t5.session_export`.
+
+    session = Session("runs/base_session")           # float weights; weights="int8": 8-bit
+    suggestion = session.suggest(code_before_cursor)  # at each keystroke
+    if suggestion.text and suggestion.log_prob > THRESHOLD: show(suggestion.text)
+
+A call decodes greedily as the SavedModel export does (code_t5.greedy_decode: the model's
+window, token healing, the copy cache, to the line end), but reads only what the last call
+did not: the model keeps the keys and values of the tokens it read (`CachedModel`), and a
+prefix that extends the last one shares all of them but the few that healing takes off and
+the line's changed last piece. While the user types along the shown suggestion, it is kept
+and its rest returned without decoding (`Suggestion.decoded` is False), as editors keep a
+shown completion.
+"""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from code_t5_session import decoding
+from code_t5_session.model import CachedModel, model_path
+
+CONFIG = "session.json"
+VOCABULARY = "spm.model"
+
+
+@dataclasses.dataclass(frozen=True)
+class Suggestion:
+  """The rest of the line, and what it cost.
+
+  text: what follows the cursor to the line's end ("" for nothing to show).
+  log_prob: the log-probability (nats) of the tokens decoding chose, healed pieces and the
+    line end included; the shown suggestion's, when kept.
+  decoded: False when the last suggestion's rest was returned without the model.
+  read: tokens the model read for this call (the prefix's new ones, and each written one).
+  prefix_read: of those, the prefix's: what the kept state did not hold.
+  """
+  text: str
+  log_prob: float
+  decoded: bool
+  read: int
+  prefix_read: int
+
+
+class Session:
+  """One editor's session with an export: suggestions for prefixes of one file as it is typed."""
+
+  def __init__(self, export_dir: str, weights: str = "float", threads: int = 0):
+    """`export_dir`: a local folder that `python -m code_t5.session_export` wrote (copy a
+    gs:// one down first: onnxruntime reads local files); `weights`: "float" or "int8";
+    `threads`: onnxruntime's, 0 for its choice."""
+    import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+    config = os.path.join(export_dir, CONFIG)
+    if not os.path.isfile(config):
+      raise FileNotFoundError(f"{export_dir}: no {CONFIG}: not a finished export of "
+                              "`python -m code_t5.session_export`")
+    if weights not in ("float", "int8"):
+      raise ValueError(f"weights must be 'float' or 'int8', not {weights!r}")
+    with open(config) as f:
+      self.config = json.load(f)
+    if weights == "int8" and not self.config["int8"]:
+      raise ValueError(f"{export_dir}: exported without 8-bit weights (--no_int8)")
+    self.processor = spm.SentencePieceProcessor(model_file=os.path.join(export_dir, VOCABULARY))
+    self.healing = decoding.HealingPieces(self.config["healing_texts"])
+    self.pieces = self.config["healing_pieces"]
+    self.steps = self.config["targets_length"] + self.pieces
+    self.model = CachedModel(model_path(export_dir, weights), threads)
+    self._shown_prefix, self._shown = None, None
+
+  def window(self, prefix: str):
+    """The ids the model reads of `prefix`: its last lines that fit the window. The whole
+    prefix is encoded, as the export encodes it: sentencepiece breaks ties between equal
+    segmentations of a run of spaces by its running score, which the text before the run
+    changes, so a line encoded alone can come out in other pieces (measured: 3 of the first
+    40 validation examples)."""
+    return decoding.window(self.processor.encode(prefix), self.config["inputs_length"],
+                           self.config["newline_id"])
+
+  def suggest(self, prefix: str) -> Suggestion:
+    """The suggestion for the code before the cursor: the shown one's rest while `prefix`
+    is the shown one's prefix typed further along it, else decoded."""
+    if self._shown is not None and prefix.startswith(self._shown_prefix):
+      typed = prefix[len(self._shown_prefix):]
+      if "\n" not in typed and len(typed) < len(self._shown.text) and \
+          self._shown.text.startswith(typed):
+        return Suggestion(self._shown.text[len(typed):], self._shown.log_prob, False, 0, 0)
+    suggestion = self.complete(prefix)
+    self._shown_prefix, self._shown = (prefix, suggestion) if suggestion.text else (None, None)
+    return suggestion
+
+  def complete(self, prefix: str) -> Suggestion:
+    """The greedy completion of the rest of the line, as the export decodes it."""
+    newline, eos = self.config["newline_id"], self.config["eos_id"]
+    cache = self.config["copy_cache"]
+    kept, typed = self.healing.back_off(self.window(prefix), self.pieces, newline)
+    typed_text = "".join(self.healing.texts[t] for t in typed)
+    inputs = [0] + kept  # mesh-tf's inputs: each position reads the token before it
+    read_before = self.model.read_count
+    logits = self.model.logits_after(inputs)
+    prefix_read = self.model.read_count - read_before
+    written, log_prob = [], 0.0
+    for _ in range(self.steps):
+      if cache["weight"]:
+        counts = decoding.next_token_counts(kept + written, len(kept), len(logits),
+                                            cache["order"], cache["max_order"])
+        scores = decoding.mixed_log_probs(logits, counts, cache["weight"])
+      else:
+        scores = decoding.log_softmax(logits)
+      done = self.healing.written_length(written)
+      allowed = self.healing.allowed_pieces(typed_text[done:]) if done < len(typed_text) else []
+      if len(allowed):
+        token = int(allowed[np.argmax(scores[allowed])])
+      else:  # no text left to write again (or no piece agrees: the mask's argmax is the plain one)
+        token = int(np.argmax(scores))
+      log_prob += float(scores[token])
+      written.append(token)
+      if token in (newline, eos):
+        break
+      if len(written) < self.steps:
+        logits = self.model.logits_after(inputs + written)
+    text = self.processor.decode([t for t in written if t != eos])
+    if typed_text:
+      text = text[len(typed_text):] if text.startswith(typed_text) else ""
+    return Suggestion(text.split("\n")[0], log_prob, True, self.model.read_count - read_before,
+                      prefix_read)

@@ -1,0 +1,98 @@
+"""code_t5_session's decoding rules (code_t5_session/decoding.py) held to code_t5's TensorFlow
+rules they are written again from, on a real sentencepiece model and every cursor of small
+Python files (test_healing's), and on random token rows (test_copy_cache's kind). The served
+model itself -- its logits against mesh-tf's, its completions against infer's and the
+SavedModel's, typed one character at a time -- is held on the memorisation test's trained
+causal model (tests/test_memorisation.py), which the session needs trained to say anything."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+# test_healing's sentencepiece model and its healing tables (fixtures, used by name).
+from test_healing import PIECES, ROW, cursors, processor, rows, tables  # noqa: F401
+from conftest import synthetic_module
+from code_t5 import preprocessors
+from code_t5.decoding import copy_cache, healing
+from code_t5.vocabulary import NEWLINE_ID
+from code_t5_session import decoding
+
+
+@pytest.fixture(scope="module")
+def prefixes():
+  return [p for seed in (3, 20) for p, _ in cursors(synthetic_module(seed).decode())]
+
+
+def test_the_window_is_the_tasks(processor):
+  """The longest suffix that starts a line, or the plain last tokens without one, at every
+  length of the files' token lists."""
+  ids = processor.encode(synthetic_module(5).decode())
+  long_line = [7] * 40  # a line longer than the window: the plain last tokens
+  for tokens in (ids, long_line, ids[:60] + long_line):
+    for length in (1, 2, 7, 16, 33, 64):
+      for end in range(0, len(tokens), 5):
+        expected = preprocessors.left_truncate_at_line(tf.constant(tokens[:end], tf.int32),
+                                                       length, NEWLINE_ID).numpy().tolist()
+        assert decoding.window(tokens[:end], length, NEWLINE_ID) == expected
+
+
+def test_back_off_takes_what_healing_takes(processor, tables, prefixes):
+  ids = rows(processor, prefixes, ROW)
+  kept, typed = (t.numpy() for t in healing.back_off(tables, tf.constant(ids), PIECES, False))
+  pieces = decoding.HealingPieces(tables.texts)
+  taken = set()
+  for i, row in enumerate(ids):
+    got_kept, got_typed = pieces.back_off([int(t) for t in row if t], PIECES, NEWLINE_ID)
+    assert got_kept == [int(t) for t in kept[i] if t], prefixes[i]
+    assert got_typed == [int(t) for t in typed[i] if t], prefixes[i]
+    taken.add(len(got_typed))
+  assert taken == set(range(PIECES + 1))
+
+
+def test_the_allowed_pieces_are_healings_mask(processor, tables, prefixes):
+  """At each step of writing the taken-off text again (the file's own pieces for it), the
+  pieces allowed are exactly those healing's mask leaves at 0."""
+  ids = rows(processor, prefixes, ROW)
+  _, typed = healing.back_off(tables, tf.constant(ids), PIECES, False)
+  typed = typed.numpy()
+  pieces = decoding.HealingPieces(tables.texts)
+  written = np.array([list(row) + [0] * 4 for row in typed])  # the same pieces written again
+  checked = 0
+  for step in range(PIECES):
+    mask = healing.allowed_pieces(tables, tf.constant(typed), tf.constant(written),
+                                  tf.constant(step)).numpy()
+    for i, row in enumerate(typed):
+      text = "".join(tables.texts[t] for t in row if t)
+      done = pieces.written_length([int(t) for t in written[i, :step]])
+      if done >= len(text):
+        assert (mask[i] == 0).all()
+        continue
+      expected = np.flatnonzero(mask[i] == 0)
+      np.testing.assert_array_equal(pieces.allowed_pieces(text[done:]), expected)
+      checked += 1
+  assert checked > 100
+
+
+@pytest.mark.parametrize("order,max_order", [(1, 1), (2, 8), (3, 4)])
+def test_the_copy_caches_counts_and_mixture_are_the_decodings(order, max_order):
+  rng = np.random.default_rng(order * 10 + max_order)
+  vocab_size, steps = 4, 6  # few tokens, so that runs repeat
+  matched = 0
+  for _ in range(80):
+    length = int(rng.integers(1, 40))
+    prefix = rng.integers(1, vocab_size, length)
+    step = int(rng.integers(0, steps))
+    continuation = np.zeros(steps, np.int64)
+    continuation[:step] = rng.integers(1, vocab_size, step)
+    logits = rng.normal(size=vocab_size).astype(np.float32) * 3
+    options = dict(weight=0.5, order=order, max_order=max_order)
+    expected = copy_cache.cached_log_probs(
+        tf.constant(logits[None]), tf.constant(prefix[None], tf.int32),
+        tf.constant([length]), tf.constant(continuation[None], tf.int32), tf.constant(step),
+        options).numpy()[0]
+    counts = decoding.next_token_counts(list(prefix) + list(continuation[:step]), length,
+                                        vocab_size, order, max_order)
+    got = decoding.mixed_log_probs(logits, counts, 0.5)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    matched += int(counts.sum() > 0)
+  assert matched > 20, "too few rows with a match to test"
