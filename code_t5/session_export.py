@@ -70,16 +70,17 @@ def decoding_settings():
   if preprocessors.inputs_delimiter():
     raise ExportError("the session serves the causal model (models/causal.gin, which reads "
                       "no delimiter); these gin files configure the prefix LM")
+  # {binding: (what the graph computes, its value where no gin file binds it)}
   checks = {
-      "transformer_layers.SelfAttention.relative_attention_type": ("bias_shared",),
-      "Unitransformer.positional_embedding": (False,),
-      "Unitransformer.shared_embedding_and_softmax_weights": (True,),
-      "DenseReluDense.activation": ("relu",),
+      "transformer_layers.SelfAttention.relative_attention_type": ("bias_shared", None),
+      "Unitransformer.positional_embedding": (False, None),
+      "Unitransformer.shared_embedding_and_softmax_weights": (True, None),
+      "DenseReluDense.activation": ("relu", "relu"),
   }
-  for name, expected in checks.items():
-    value = _query(name, expected[0] if name == "DenseReluDense.activation" else None)
-    if value not in expected:
-      raise ExportError(f"the session serves models with {name} = {expected[0]!r}; "
+  for name, (expected, default) in checks.items():
+    value = _query(name, default)
+    if value != expected:
+      raise ExportError(f"the session serves models with {name} = {expected!r}; "
                         f"these gin files set {value!r}")
   lengths = gin_config.run_parameter("sequence_length")
   return {
