@@ -21,8 +21,8 @@ CHUNK = 128
 class CachedModel:
   """One onnxruntime session of a graph of `code_t5_session.graph`, and its key/value state:
   per layer, buffers of the graph's slots ([heads, slots, d_kv]) that each call reads whole
-  (no copy; the slots not yet written are masked in the graph) and writes its new positions
-  into."""
+  (no copy; the slots past the held tokens weigh nothing in the graph) and writes its new
+  positions into."""
 
   def __init__(self, path: str, threads: int = 0):
     import onnxruntime as ort  # pylint: disable=g-import-not-at-top
