@@ -48,10 +48,13 @@ class Suggestion:
 class Session:
   """One editor's session with an export: suggestions for prefixes of one file as it is typed."""
 
-  def __init__(self, export_dir: str, weights: str = "float", threads: int = 0):
+  def __init__(self, export_dir: str, weights: str = "float", threads: int = 0,
+               copy_from: str = "window"):
     """`export_dir`: a local folder that `python -m code_t5.session_export` wrote (copy a
     gs:// one down first: onnxruntime reads local files); `weights`: "float" or "int8";
-    `threads`: onnxruntime's, 0 for its choice."""
+    `threads`: onnxruntime's, 0 for its choice; `copy_from`: what the copy cache reads,
+    "window" (the model's window, as the export decodes) or "file" (all of the prefix: the
+    lines before the window too)."""
     import sentencepiece as spm  # pylint: disable=g-import-not-at-top
     config = os.path.join(export_dir, CONFIG)
     if not os.path.isfile(config):
@@ -59,6 +62,9 @@ class Session:
                               "`python -m code_t5.session_export`")
     if weights not in ("float", "int8"):
       raise ValueError(f"weights must be 'float' or 'int8', not {weights!r}")
+    if copy_from not in ("window", "file"):
+      raise ValueError(f"copy_from must be 'window' or 'file', not {copy_from!r}")
+    self.copy_from = copy_from
     with open(config) as f:
       self.config = json.load(f)
     if weights == "int8" and not self.config["int8"]:
@@ -71,13 +77,17 @@ class Session:
     self._shown_prefix, self._shown = None, None
 
   def window(self, prefix: str):
-    """The ids the model reads of `prefix`: its last lines that fit the window. The whole
-    prefix is encoded, as the export encodes it: sentencepiece breaks ties between equal
-    segmentations of a run of spaces by its running score, which the text before the run
-    changes, so a line encoded alone can come out in other pieces (measured: 3 of the first
-    40 validation examples)."""
-    return decoding.window(self.processor.encode(prefix), self.config["inputs_length"],
-                           self.config["newline_id"])
+    """The ids the model reads of `prefix`: its last lines that fit the window."""
+    return self._encoded(prefix)[1]
+
+  def _encoded(self, prefix: str):
+    """(the ids of `prefix` before the window, the window's). The whole prefix is encoded, as
+    the export encodes it: sentencepiece breaks ties between equal segmentations of a run of
+    spaces by its running score, which the text before the run changes, so a line encoded
+    alone can come out in other pieces (measured: 3 of the first 40 validation examples)."""
+    ids = self.processor.encode(prefix)
+    window = decoding.window(ids, self.config["inputs_length"], self.config["newline_id"])
+    return ids[:len(ids) - len(window)], window
 
   def suggest(self, prefix: str) -> Suggestion:
     """The suggestion for the code before the cursor: the shown one's rest while `prefix`
@@ -95,7 +105,11 @@ class Session:
     """The greedy completion of the rest of the line, as the export decodes it."""
     newline, eos = self.config["newline_id"], self.config["eos_id"]
     cache = self.config["copy_cache"]
-    kept, typed = self.healing.back_off(self.window(prefix), self.pieces, newline)
+    before, window = self._encoded(prefix)
+    kept, typed = self.healing.back_off(window, self.pieces, newline)
+    # The copy cache's source: the window less the healed pieces, and with copy_from="file"
+    # the file's lines before it.
+    source = before + kept if self.copy_from == "file" else kept
     typed_text = "".join(self.healing.texts[t] for t in typed)
     inputs = [0] + kept  # mesh-tf's inputs: each position reads the token before it
     read_before = self.model.read_count
@@ -104,7 +118,7 @@ class Session:
     written, log_prob = [], 0.0
     for _ in range(self.steps):
       if cache["weight"]:
-        counts = decoding.next_token_counts(kept + written, len(kept), len(logits),
+        counts = decoding.next_token_counts(source + written, len(source), len(logits),
                                             cache["order"], cache["max_order"])
         scores = decoding.mixed_log_probs(logits, counts, cache["weight"])
       else:

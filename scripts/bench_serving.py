@@ -45,7 +45,10 @@ session (float) also types each of those examples' line up to its cursor and com
 (decoding, not the kept suggestion), against the SavedModel's from-scratch completion of the
 same prefix: the count that are equal; and the edit similarity of the float and 8-bit
 sessions' completions against the true lines, with the paired bootstrap interval of their
-difference.
+difference. With --copy_from_file too, the float session completes those examples again with
+the copy cache reading the whole file before the cursor (`Session(copy_from="file")`): edit
+similarity and exact match against the window's and copy-line's, with paired bootstrap
+intervals, and the copy probe over the window and over the whole file.
 
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/rows8 --json=runs/serving_dev.json
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/tiny --gin_file=models/tiny.gin \\
@@ -122,7 +125,8 @@ import json, sys, time
 from code_t5_session import Session
 job = json.loads(sys.stdin.read())
 start = time.perf_counter()
-session = Session(job["export"], weights=job["weights"], threads=job["threads"])
+session = Session(job["export"], weights=job["weights"], threads=job["threads"],
+                  copy_from=job.get("copy_from", "window"))
 load_s = time.perf_counter() - start
 calls = []
 for head, line, code, end in job["lines"]:  # the prefixes head + line[:k], k = code .. end
@@ -248,6 +252,8 @@ def run_typing(args, threads):
             file=sys.stderr)
   report = {"typing": args.typing, "lines": len(lines), "keystrokes": keystrokes,
             "results": results}
+  if checked and args.copy_from_file:
+    report["copy_from_file"] = copy_from_file(args, checked, completions["float"], threads[0])
   if checked and saved_models:
     name, saved_model = next(iter(saved_models.items()))
     from_scratch = [out.split("\n")[0] for out in serve_outputs(saved_model, [p for p, _ in checked])]
@@ -273,6 +279,44 @@ def run_typing(args, threads):
     with open(args.json, "w") as f:
       json.dump(report, f, indent=1)
   return 0
+
+
+def copy_from_file(args, checked, window_completions, threads):
+  """The float session's completions of the checked examples with the copy cache reading the
+  whole file before the cursor, against its window's (`window_completions`): edit similarity
+  and exact match, the paired bootstrap lead, and the copy probe over the window and over
+  the whole file (#60's first lever)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  from code_t5 import baselines, evaluation, metrics  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import copying  # pylint: disable=g-import-not-at-top
+  job = {"export": args.typing, "weights": "float", "threads": threads, "copy_from": "file",
+         "lines": [], "typed_to_cursor": [typed_to_cursor(p) for p, _ in checked]}
+  file_completions = typing_client(job)["completions"]
+  targets = [t for _, t in checked]
+  completions = {"window": window_completions, "file": file_completions}
+  scores = {k: evaluation.per_example(targets, c) for k, c in completions.items()}
+  with open(os.path.join(args.typing, "session.json")) as f:
+    input_length = json.load(f)["inputs_length"]
+  feature = seqio.get_mixture_or_task(EVAL_TASK).output_features["inputs"]
+  baselines.read_as_the_run(args.model_dir)  # the causal model's window has no delimiter
+  windows = [baselines.model_window(p, feature, input_length) for p, _ in checked]
+  prefixes = [p for p, _ in checked]
+  completions.update({"copy-line": [copying.copy_similar_line(p) for p in prefixes],
+                      "copy-window": [copying.copy_similar_line(w) for w in windows]})
+  scores["copy-line"] = evaluation.per_example(targets, completions["copy-line"])
+  report = {
+      "quality": {k: {**metrics.edit_similarity(targets, c), **metrics.exact_match(targets, c)}
+                  for k, c in completions.items()},
+      "file - window": evaluation.bootstrap_lead(scores["file"]["edit_similarity"],
+                                                 scores["window"]["edit_similarity"]),
+      "file - copy-line": evaluation.bootstrap_lead(scores["file"]["edit_similarity"],
+                                                    scores["copy-line"]["edit_similarity"]),
+      "window - copy-line": evaluation.bootstrap_lead(scores["window"]["edit_similarity"],
+                                                      scores["copy-line"]["edit_similarity"]),
+      "copy_probe_window": evaluation.copy_probe(windows, targets, completions),
+      "copy_probe_file": evaluation.copy_probe(prefixes, targets, completions)}
+  print(f"copy cache from the file: {json.dumps(report)}", file=sys.stderr)
+  return report
 
 
 def decodings(beams):
@@ -407,11 +451,18 @@ def main(argv=None):
                       help="--typing: examples completed at their cursor by the session and "
                            "by the first --saved_model, compared (716: the learning bench's)")
   parser.add_argument("--png", default=None, help="--typing: the latency distribution's plot")
+  parser.add_argument("--copy_from_file", action="store_true",
+                      help="--typing with --equality: the float session's completions again "
+                           "with the copy cache reading the whole file before the cursor")
   parser.add_argument("--split", default="validation",
                       help="--typing: the split whose full-line examples are typed")
   args = parser.parse_args(argv)
   beams = [int(k) for k in args.beams.split(",") if k.strip()]
   threads = [int(t) for t in args.threads.split(",") if t.strip()]
+  if args.copy_from_file and not (args.typing and args.equality and
+                                  "float" in args.weights.split(",")):
+    sys.exit("bench_serving: --copy_from_file compares the float session's completions: give "
+             "--typing, --equality and float in --weights")
   if args.typing:
     require_dataset("bench_serving", args.data_dir)
     return run_typing(args, threads)

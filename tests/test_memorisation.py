@@ -601,6 +601,25 @@ def test_the_shown_suggestion_is_kept_while_typed_along(session_exports):
 
 
 @pytest.mark.slow
+def test_the_copy_cache_reads_the_file_before_the_window_with_copy_from_file(session_exports):
+  """copy_from="file": a line that stands only before the model's window (64 tokens here) is
+  copied when it is started again, where the window's cache has nothing to copy from; with
+  the whole file in the window, both read the same."""
+  from code_t5_session import Session  # pylint: disable=g-import-not-at-top
+  line = "zq_frob = wibble_count + 7"
+  start, rest = line[:len("zq_frob =")], line[len("zq_frob ="):]
+  far = f"x = 0\n{line}\n" + "y = 1\n" * 60 + start
+  window = Session(session_exports["cached"], threads=1)
+  whole_file = Session(session_exports["cached"], threads=1, copy_from="file")
+  assert line not in window.processor.decode(window.window(far))  # only before the window
+  assert whole_file.complete(far).text == rest
+  assert window.complete(far).text != rest
+  near = f"x = 0\n{line}\n" + "y = 1\n" + start
+  assert whole_file.complete(near) == window.complete(near)
+  assert window.complete(near).text == rest  # the window's cache copies what it holds
+
+
+@pytest.mark.slow
 def test_the_serving_bench_replays_typing_sessions(causal, session_exports, tmp_path):
   """scripts/bench_serving.py --typing on the session export and the healed SavedModel: a
   latency per keystroke of each, the kept suggestions counted, and the equality check of
@@ -612,7 +631,8 @@ def test_the_serving_bench_replays_typing_sessions(causal, session_exports, tmp_
        f"--model_dir={causal['model_dir']}", f"--data_dir={causal['data_dir']}",
        f"--typing={session_exports['healed']}", f"--saved_model=healed={saved_model}",
        "--split=train", "--lines=3", "--equality=6", "--threads=1", f"--json={out}",
-       f"--png={png}"], cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+       f"--png={png}", "--copy_from_file"], cwd=REPO_ROOT, capture_output=True, text=True,
+      env=QUIET_TF)
   assert proc.returncode == 0, proc.stderr[-3000:]
   report = json.loads(out.read_text())
   served = [r["served"] for r in report["results"]]
@@ -626,3 +646,10 @@ def test_the_serving_bench_replays_typing_sessions(causal, session_exports, tmp_
   assert report["equality"] == {"examples": 6, "equal": 6, "unequal_examples": []}
   assert set(report["quality"]) == {"float", "int8", "SavedModel", "int8 - float"}
   assert png.stat().st_size > 0 and "| session float | 1 |" in proc.stdout
+  # The healed export has no copy cache: reading the whole file changes nothing.
+  from_file = report["copy_from_file"]
+  assert set(from_file["quality"]) == {"window", "file", "copy-line", "copy-window"}
+  assert from_file["quality"]["file"] == from_file["quality"]["window"]
+  assert from_file["quality"]["window"] == report["quality"]["float"]
+  assert from_file["file - window"]["lead"] == 0.0
+  assert from_file["copy_probe_file"]["examples"] >= from_file["copy_probe_window"]["examples"]
