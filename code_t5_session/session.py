@@ -54,7 +54,8 @@ class Session:
     gs:// one down first: onnxruntime reads local files); `weights`: "float" or "int8";
     `threads`: onnxruntime's, 0 for its choice; `copy_from`: what the copy cache reads,
     "window" (the model's window, as the export decodes) or "file" (all of the prefix: the
-    lines before the window too)."""
+    lines before the window too; and the file after the cursor's line, where the editor
+    passes it as `after`)."""
     import sentencepiece as spm  # pylint: disable=g-import-not-at-top
     config = os.path.join(export_dir, CONFIG)
     if not os.path.isfile(config):
@@ -75,6 +76,7 @@ class Session:
     self.steps = self.config["targets_length"] + self.pieces
     self.model = CachedModel(model_path(export_dir, weights), threads)
     self._shown_prefix, self._shown = None, None
+    self._after = ("", [])  # the last `after` text and its ids: encoded once while it stands
 
   def window(self, prefix: str):
     """The ids the model reads of `prefix`: its last lines that fit the window."""
@@ -89,27 +91,40 @@ class Session:
     window = decoding.window(ids, self.config["inputs_length"], self.config["newline_id"])
     return ids[:len(ids) - len(window)], window
 
-  def suggest(self, prefix: str) -> Suggestion:
+  def _after_ids(self, after: str):
+    if after != self._after[0]:
+      self._after = (after, self.processor.encode(after))
+    return self._after[1]
+
+  def suggest(self, prefix: str, after: str = "") -> Suggestion:
     """The suggestion for the code before the cursor: the shown one's rest while `prefix`
-    is the shown one's prefix typed further along it, else decoded."""
+    is the shown one's prefix typed further along it, else decoded. `after`: the file after
+    the cursor's line, for the copy cache of copy_from="file" (the task then differs from
+    the SavedModel's, which sees no text after the cursor)."""
     if self._shown is not None and prefix.startswith(self._shown_prefix):
       typed = prefix[len(self._shown_prefix):]
       if "\n" not in typed and len(typed) < len(self._shown.text) and \
           self._shown.text.startswith(typed):
         return Suggestion(self._shown.text[len(typed):], self._shown.log_prob, False, 0, 0)
-    suggestion = self.complete(prefix)
+    suggestion = self.complete(prefix, after)
     self._shown_prefix, self._shown = (prefix, suggestion) if suggestion.text else (None, None)
     return suggestion
 
-  def complete(self, prefix: str) -> Suggestion:
-    """The greedy completion of the rest of the line, as the export decodes it."""
+  def complete(self, prefix: str, after: str = "") -> Suggestion:
+    """The greedy completion of the rest of the line, as the export decodes it (`after`: as
+    for `suggest`)."""
+    if after and self.copy_from != "file":
+      raise ValueError("after: the copy cache reads the file after the cursor's line only "
+                       "with copy_from='file'")
     newline, eos = self.config["newline_id"], self.config["eos_id"]
     cache = self.config["copy_cache"]
     before, window = self._encoded(prefix)
     kept, typed = self.healing.back_off(window, self.pieces, newline)
     # The copy cache's source: the window less the healed pieces, and with copy_from="file"
-    # the file's lines before it.
-    source = before + kept if self.copy_from == "file" else kept
+    # the file's lines before it, and first of all the text after the cursor's line (first:
+    # the cache looks for the run that ends the source and decoding's tokens, which must be
+    # the window's end).
+    source = self._after_ids(after) + before + kept if self.copy_from == "file" else kept
     typed_text = "".join(self.healing.texts[t] for t in typed)
     inputs = [0] + kept  # mesh-tf's inputs: each position reads the token before it
     read_before = self.model.read_count

@@ -23,8 +23,8 @@ given the same, and two baselines.
 5. Every full-line metric of each, ours and CodeXGLUE's (code_t5/metrics.py), the model's
    lead over the peer and each baseline with a paired bootstrap 95% interval, the copy probe
    (of the lines that stand verbatim earlier in the model's window, the share each completes
-   exactly), the induction probe at each point of the curve (`evaluation.induction_pairs`:
-   the nats a token the model needs for the rest of a call of random words after that call
+   exactly; and of those anywhere earlier in their file), the induction probe at each point
+   of the curve (`evaluation.induction_pairs`: the nats a token the model needs for the rest of a call of random words after that call
    and after another; how much it copies what it has just read, on lines no training file holds),
    each completer's exact match and edit similarity by where the cursor stands
    (`metrics.cursor_class`: at the line's start, between words, inside a word -- a token
@@ -516,6 +516,8 @@ def main():
   consensus_leads = completer_leads("consensus")
   model_consensus_leads = completer_leads("model consensus")
   probe = evaluation.copy_probe(windows, targets, completions)
+  # #60's: the lines that stand verbatim anywhere earlier in their file.
+  file_probe = evaluation.copy_probe([prefix for prefix, _ in examples], targets, completions)
   cursors = {name: metrics.by_cursor(windows, targets, preds)
              for name, preds in completions.items()}
 
@@ -542,6 +544,10 @@ def main():
                      if share is not None)
   print(f"copy probe: {probe['examples']} lines stand verbatim earlier in the model's window"
         + (f"; completed exactly: {shares}" if shares else ""))
+  shares = ", ".join(f"{name} {share:.0f}%" for name, share in file_probe["exact"].items()
+                     if share is not None)
+  print(f"copy probe over the file: {file_probe['examples']} lines stand verbatim earlier in "
+        "their file" + (f"; completed exactly: {shares}" if shares else ""))
   print(f"induction probe ({evaluation.INDUCTION_PAIRS} calls of random words; nats a token of a call's "
         "rest after the call itself / after another, and the gain):")
   for point in induction:
@@ -566,6 +572,7 @@ def main():
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
          "model_lead": leads, "consensus_lead": consensus_leads,
          "model_consensus_lead": model_consensus_leads, "copy_probe": probe,
+         "copy_probe_file": file_probe,
          "induction_probe": induction,
          "by_cursor": cursors,
          "peer_train_wall_s": peer_wall,

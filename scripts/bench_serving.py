@@ -48,7 +48,8 @@ sessions' completions against the true lines, with the paired bootstrap interval
 difference. With --copy_from_file too, the float session completes those examples again with
 the copy cache reading the whole file before the cursor (`Session(copy_from="file")`): edit
 similarity and exact match against the window's and copy-line's, with paired bootstrap
-intervals, and the copy probe over the window and over the whole file.
+intervals, and the copy probe over the window and over the whole file; and again with the
+file after the cursor's line given to the cache too (`Session.complete(prefix, after)`).
 
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/rows8 --json=runs/serving_dev.json
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/tiny --gin_file=models/tiny.gin \\
@@ -137,10 +138,10 @@ for head, line, code, end in job["lines"]:  # the prefixes head + line[:k], k = 
     calls.append([k == code, time.perf_counter() - start, got.decoded,
                   session.model.read_count - read])
 completions = []
-for head, line, code, end in job["typed_to_cursor"]:
+for head, line, code, end, *after in job["typed_to_cursor"]:
   for k in range(code, end):
     session.suggest(head + line[:k])
-  completions.append(session.complete(head + line[:end]).text)
+  completions.append(session.complete(head + line[:end], *after).text)
 print(json.dumps({"load_s": load_s, "calls": calls, "completions": completions,
                   "peak_rss_mb": peak_rss_mb()}))
 """
@@ -281,6 +282,23 @@ def run_typing(args, threads):
   return 0
 
 
+def texts_after(examples, split):
+  """The text of each (prefix, target) example's file after its line (from the next line on),
+  read from the split's files in the order the Task cuts its examples from them."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  files = seqio.get_mixture_or_task(EVAL_TASK).source.get_dataset(split, shuffle=False)
+  contents = (ex["content"].decode("utf-8") for ex in files.as_numpy_iterator())
+  content, after = next(contents, None), []
+  for i, (prefix, target) in enumerate(examples):
+    while content is not None and not content.startswith(prefix + target):
+      content = next(contents, None)
+    if content is None:
+      sys.exit(f"bench_serving: example {i} of the {split} split stands in none of its files "
+               "after the previous example's")
+    after.append(content[len(prefix + target) + 1:])  # past the line's newline
+  return after
+
+
 def copy_from_file(args, checked, window_completions, threads):
   """The float session's completions of the checked examples with the copy cache reading the
   whole file before the cursor, against its window's (`window_completions`): edit similarity
@@ -292,8 +310,14 @@ def copy_from_file(args, checked, window_completions, threads):
   job = {"export": args.typing, "weights": "float", "threads": threads, "copy_from": "file",
          "lines": [], "typed_to_cursor": [typed_to_cursor(p) for p, _ in checked]}
   file_completions = typing_client(job)["completions"]
+  # The file after the cursor's line too, as an editor holds it (another task: the eval's
+  # examples see nothing after the cursor).
+  job["typed_to_cursor"] = [[*typed_to_cursor(p), after]
+                            for (p, _), after in zip(checked, texts_after(checked, args.split))]
+  after_completions = typing_client(job)["completions"]
   targets = [t for _, t in checked]
-  completions = {"window": window_completions, "file": file_completions}
+  completions = {"window": window_completions, "file": file_completions,
+                 "file and after": after_completions}
   scores = {k: evaluation.per_example(targets, c) for k, c in completions.items()}
   with open(os.path.join(args.typing, "session.json")) as f:
     input_length = json.load(f)["inputs_length"]
@@ -309,14 +333,18 @@ def copy_from_file(args, checked, window_completions, threads):
                   for k, c in completions.items()},
       "file - window": evaluation.bootstrap_lead(scores["file"]["edit_similarity"],
                                                  scores["window"]["edit_similarity"]),
+      "file and after - file": evaluation.bootstrap_lead(
+          scores["file and after"]["edit_similarity"], scores["file"]["edit_similarity"]),
       "file - copy-line": evaluation.bootstrap_lead(scores["file"]["edit_similarity"],
                                                     scores["copy-line"]["edit_similarity"]),
       "window - copy-line": evaluation.bootstrap_lead(scores["window"]["edit_similarity"],
                                                       scores["copy-line"]["edit_similarity"]),
       "copy_probe_window": evaluation.copy_probe(windows, targets, completions),
-      "copy_probe_file": evaluation.copy_probe(prefixes, targets, completions)}
+      "copy_probe_file": evaluation.copy_probe(prefixes, targets, completions),
+      "by_cursor": {name: metrics.by_cursor(windows, targets, preds)
+                    for name, preds in completions.items()}}
   print(f"copy cache from the file: {json.dumps(report)}", file=sys.stderr)
-  return report
+  return {**report, "completions": completions}  # in the JSON, for pairing with other runs
 
 
 def decodings(beams):

@@ -604,7 +604,8 @@ def test_the_shown_suggestion_is_kept_while_typed_along(session_exports):
 def test_the_copy_cache_reads_the_file_before_the_window_with_copy_from_file(session_exports):
   """copy_from="file": a line that stands only before the model's window (64 tokens here) is
   copied when it is started again, where the window's cache has nothing to copy from; with
-  the whole file in the window, both read the same."""
+  the whole file in the window, both read the same. A line that stands only after the
+  cursor's line is copied when the editor passes that text (`after`)."""
   from code_t5_session import Session  # pylint: disable=g-import-not-at-top
   line = "zq_frob = wibble_count + 7"
   start, rest = line[:len("zq_frob =")], line[len("zq_frob ="):]
@@ -617,6 +618,12 @@ def test_the_copy_cache_reads_the_file_before_the_window_with_copy_from_file(ses
   near = f"x = 0\n{line}\n" + "y = 1\n" + start
   assert whole_file.complete(near) == window.complete(near)
   assert window.complete(near).text == rest  # the window's cache copies what it holds
+  # The file after the cursor's line, as an editor holds it: the cache reads it too.
+  above = "x = 0\n" + "y = 1\n" * 60 + start
+  assert whole_file.complete(above).text != rest
+  assert whole_file.complete(above, after=f"y = 2\n{line}\n").text == rest
+  with pytest.raises(ValueError, match="copy_from='file'"):
+    window.complete(above, after=line)
 
 
 @pytest.mark.slow
@@ -648,8 +655,12 @@ def test_the_serving_bench_replays_typing_sessions(causal, session_exports, tmp_
   assert png.stat().st_size > 0 and "| session float | 1 |" in proc.stdout
   # The healed export has no copy cache: reading the whole file changes nothing.
   from_file = report["copy_from_file"]
-  assert set(from_file["quality"]) == {"window", "file", "copy-line", "copy-window"}
+  assert set(from_file["quality"]) == {"window", "file", "file and after", "copy-line",
+                                       "copy-window"}
   assert from_file["quality"]["file"] == from_file["quality"]["window"]
+  assert from_file["quality"]["file and after"] == from_file["quality"]["window"]
   assert from_file["quality"]["window"] == report["quality"]["float"]
   assert from_file["file - window"]["lead"] == 0.0
   assert from_file["copy_probe_file"]["examples"] >= from_file["copy_probe_window"]["examples"]
+  assert set(from_file["by_cursor"]) == set(from_file["quality"])
+  assert len(from_file["completions"]["file and after"]) == 6
