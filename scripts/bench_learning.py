@@ -24,8 +24,9 @@ given the same, and two baselines.
    lead over the peer and each baseline with a paired bootstrap 95% interval, the copy probe
    (of the lines that stand verbatim earlier in the model's window, the share each completes
    exactly; and of those anywhere earlier in their file), the induction probe at each point
-   of the curve (`evaluation.induction_pairs`: the nats a token the model needs for the rest of a call of random words after that call
-   and after another; how much it copies what it has just read, on lines no training file holds),
+   of the curve (`evaluation.induction_pairs`: the nats a token the model needs for the rest
+   of a call of random words after that call and after another; how much it copies what it
+   has just read, on lines no training file holds),
    each completer's exact match and edit similarity by where the cursor stands
    (`metrics.cursor_class`: at the line's start, between words, inside a word -- a token
    cut in two), and every example with all completions in
