@@ -195,7 +195,7 @@ def export(model_dir: str, export_dir: str, checkpoint_step: int = -1, int8: boo
                        nodes_to_quantize=session_graph.weight_matmuls(model),
                        use_external_data_format=True)  # model.int8.onnx.data
     for name in sorted(os.listdir(tmp)):
-      if not name.startswith("model.onnx") and not name.startswith("model.int8.onnx"):
+      if not name.startswith(("model.onnx", "model.int8.onnx")):
         continue  # the quantizer's scratch files
       target = os.path.join(export_dir, name)
       with open(os.path.join(tmp, name), "rb") as f:

@@ -312,13 +312,12 @@ def copy_from_file(args, checked, window_completions, threads):
   file_completions = typing_client(job)["completions"]
   # The file after the cursor's line too, as an editor holds it (another task: the eval's
   # examples see nothing after the cursor).
-  job["typed_to_cursor"] = [[*typed_to_cursor(p), after]
-                            for (p, _), after in zip(checked, texts_after(checked, args.split))]
+  job["typed_to_cursor"] = [[*cursor, after] for cursor, after in
+                            zip(job["typed_to_cursor"], texts_after(checked, args.split))]
   after_completions = typing_client(job)["completions"]
   targets = [t for _, t in checked]
   completions = {"window": window_completions, "file": file_completions,
                  "file and after": after_completions}
-  scores = {k: evaluation.per_example(targets, c) for k, c in completions.items()}
   with open(os.path.join(args.typing, "session.json")) as f:
     input_length = json.load(f)["inputs_length"]
   feature = seqio.get_mixture_or_task(EVAL_TASK).output_features["inputs"]
@@ -327,18 +326,16 @@ def copy_from_file(args, checked, window_completions, threads):
   prefixes = [p for p, _ in checked]
   completions.update({"copy-line": [copying.copy_similar_line(p) for p in prefixes],
                       "copy-window": [copying.copy_similar_line(w) for w in windows]})
-  scores["copy-line"] = evaluation.per_example(targets, completions["copy-line"])
+  edit_similarity = {k: evaluation.per_example(targets, c)["edit_similarity"]
+                     for k, c in completions.items()}
+  leads = {f"{ours} - {theirs}": evaluation.bootstrap_lead(edit_similarity[ours],
+                                                          edit_similarity[theirs])
+           for ours, theirs in (("file", "window"), ("file and after", "file"),
+                                ("file", "copy-line"), ("window", "copy-line"))}
   report = {
       "quality": {k: {**metrics.edit_similarity(targets, c), **metrics.exact_match(targets, c)}
                   for k, c in completions.items()},
-      "file - window": evaluation.bootstrap_lead(scores["file"]["edit_similarity"],
-                                                 scores["window"]["edit_similarity"]),
-      "file and after - file": evaluation.bootstrap_lead(
-          scores["file and after"]["edit_similarity"], scores["file"]["edit_similarity"]),
-      "file - copy-line": evaluation.bootstrap_lead(scores["file"]["edit_similarity"],
-                                                    scores["copy-line"]["edit_similarity"]),
-      "window - copy-line": evaluation.bootstrap_lead(scores["window"]["edit_similarity"],
-                                                      scores["copy-line"]["edit_similarity"]),
+      **leads,
       "copy_probe_window": evaluation.copy_probe(windows, targets, completions),
       "copy_probe_file": evaluation.copy_probe(prefixes, targets, completions),
       "by_cursor": {name: metrics.by_cursor(windows, targets, preds)
