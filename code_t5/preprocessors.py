@@ -7,12 +7,14 @@ never falls inside a multi-byte character and inputs + targets is always a piece
 import functools
 
 import gin
+import numpy as np
 import seqio
 import t5.data.preprocessors as t5_preprocessors
 import tensorflow.compat.v2 as tf
 
 from code_t5 import vocabulary
 from code_t5.vocabulary import NEWLINE
+from code_t5_session import retrieval
 
 
 def _line_table(content):
@@ -108,7 +110,9 @@ def _fresh_draw(example, draw):
 
 def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, seed=0,
                        content_key="content", id_key="sha"):
-  """Each file -> examples {inputs: code before the cursor, targets: rest of the line}.
+  """Each file -> examples {inputs: code before the cursor, targets: rest of the line}, and
+  {context: the repository's lines for it} for a file with neighbours
+  (`repository_neighbours`: `repository_contexts` makes them).
 
   Cursors are a pure function of the file's id and `seed`, so every split -- validation and
   test in particular -- gives the same examples on every run; a file marked FRESH_CURSORS
@@ -123,13 +127,106 @@ def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, see
     cursor, rest = full_line_cursors(content, file_seed, examples_per_file,
                                      start_of_line_rate)
     contents = tf.fill(tf.shape(cursor), content)
-    return {
+    examples = {
         "inputs": tf.strings.substr(contents, tf.zeros_like(cursor), cursor,
                                     unit="UTF8_CHAR"),
         "targets": tf.strings.substr(contents, cursor, rest, unit="UTF8_CHAR"),
     }
+    if NEIGHBOUR_CONTENTS in example:
+      examples[CONTEXT] = repository_contexts(examples["inputs"], example)
+    return examples
   return tf.data.Dataset.zip((dataset, _pass_draws())).map(
       make_examples, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
+
+# Repository context (#60; gin_configs/repository_context.gin turns it on): each full-line
+# example reads, before its file's own text, the lines of its repository's other files that
+# best match the code before its cursor (code_t5_session/retrieval.py, the one rule).
+NEIGHBOUR_PATHS, NEIGHBOUR_CONTENTS = "neighbour_paths", "neighbour_contents"
+CONTEXT = "context"
+
+
+@gin.configurable(module="code_t5")
+def repository_context(enabled=False, max_tokens=64, max_neighbours=16, group_files=4096,
+                       query_lines=10, window_lines=10, min_similarity=0.1,
+                       file_chars=100_000):
+  """Whether full-line examples read their repository's lines, and how many.
+
+  max_tokens: the context's share of the inputs (at most half of them); the file's own text
+    has the rest.
+  max_neighbours: the other files of the repository searched, at most.
+  group_files: files read together, among which a file's neighbours are found (the read's
+    order kept, its memory bounded by a group): a split read in TFDS' order meets most of a
+    small repository's files in a group of 4,096 files; of a corpus of many thousands of
+    repositories, few.
+  query_lines, window_lines, min_similarity, file_chars: retrieval.RepositoryIndex's.
+  """
+  return dict(enabled=enabled, max_tokens=max_tokens, max_neighbours=max_neighbours,
+              group_files=group_files, query_lines=query_lines, window_lines=window_lines,
+              min_similarity=min_similarity, file_chars=file_chars)
+
+
+def check_no_repository_context(reader: str) -> None:
+  """A ValueError when repository_context.gin is on for `reader`, which reads no context."""
+  if repository_context()["enabled"]:
+    raise ValueError(f"{reader} reads no repository context: leave out repository_context.gin "
+                     "(eval, infer and code_t5_session read it)")
+
+
+def repository_neighbours(dataset, group_files=4096, max_neighbours=16):
+  """Each file, with the paths and contents of up to `max_neighbours` other files of its
+  repository (NEIGHBOUR_PATHS, NEIGHBOUR_CONTENTS) among the `group_files` consecutive files
+  of the read it is read with; in the read's order. Only files of the read -- of its split --
+  are neighbours."""
+  def with_neighbours(group):
+    repository = group["repository"]
+    size = tf.size(repository)
+    same = tf.logical_and(tf.equal(repository[:, None], repository[None, :]),
+                          tf.logical_not(tf.eye(size, dtype=tf.bool)))
+
+    def one(i):
+      found = tf.where(same[i])[:max_neighbours, 0]
+      return {**{key: value[i] for key, value in group.items()},
+              NEIGHBOUR_PATHS: tf.gather(group["path"], found),
+              NEIGHBOUR_CONTENTS: tf.gather(group["content"], found)}
+    return tf.data.Dataset.range(tf.cast(size, tf.int64)).map(one)
+  return dataset.batch(group_files).flat_map(with_neighbours)
+
+
+def repository_index(neighbours, language):
+  """`retrieval.RepositoryIndex` of `neighbours`, (path, content) pairs, with the gin options
+  (`repository_context`)."""
+  options = repository_context()
+  return retrieval.RepositoryIndex(neighbours, language, options["window_lines"],
+                                   options["file_chars"])
+
+
+def context_of(index, prefix):
+  """The repository context of the code before a cursor, `prefix`, from `index`
+  (`repository_index`), with the gin options: what the Task, infer and the session read."""
+  options = repository_context()
+  return index.context(prefix, options["max_tokens"], options["query_lines"],
+                       options["min_similarity"])
+
+
+def repository_contexts(prefixes, example):
+  """The context (`context_of`) of each of `prefixes`, cursors of `example`'s file, from its
+  neighbours; "" where none matches."""
+  def retrieve(prefixes, paths, contents, language):
+    index = repository_index(
+        zip((p.decode("utf-8") for p in paths), (c.decode("utf-8") for c in contents)),
+        language.decode("utf-8"))
+    return np.array([context_of(index, prefix.decode("utf-8")).encode("utf-8")
+                     for prefix in prefixes], dtype=object)
+  contexts = tf.numpy_function(
+      retrieve, [prefixes, example[NEIGHBOUR_PATHS], example[NEIGHBOUR_CONTENTS],
+                 example["language"]], tf.string, stateful=False)
+  return tf.ensure_shape(contexts, prefixes.shape)
+
+
+def context_tokens(input_length):
+  """The most tokens of repository context an input of `input_length` holds."""
+  return retrieval.token_budget(repository_context()["max_tokens"], input_length)
 
 
 def left_truncate_at_line(tokens, max_length, newline_id):
@@ -193,6 +290,16 @@ def prefix_inputs(prefix_ids, input_length, newline_id):
   return padded(delimited(inputs_window(prefix_ids, input_length, newline_id)), input_length)
 
 
+def with_context(context_ids, prefix_ids, input_length, newline_id):
+  """The inputs of a prefix with its repository context: the context's last lines that fit
+  `context_tokens`, then the prefix's window in what is left, then the delimiter. The
+  context's ids are encoded apart from the prefix's: it ends a line, so their pieces meet at
+  a line break as they would in one text."""
+  context = left_truncate_at_line(context_ids, context_tokens(input_length), newline_id)
+  window = inputs_window(prefix_ids, input_length - tf.size(context), newline_id)
+  return delimited(tf.concat([context, window], axis=0))
+
+
 def _check_inputs_feature(output_features):
   if output_features["inputs"].add_eos:
     raise ValueError("the inputs' EOS is the delimiter's (code_t5.inputs_delimiter): their "
@@ -200,16 +307,23 @@ def _check_inputs_feature(output_features):
 
 
 def truncate_inputs_at_line(dataset, sequence_length, output_features):
-  """Cuts "inputs" to `inputs_window` and delimits them (`delimited`). Must follow
-  tokenization; `append_eos_after_trim`, next, ends the targets."""
+  """Cuts "inputs" to `inputs_window` and delimits them (`delimited`); an example with a
+  repository context reads it first (`with_context`). Must follow tokenization;
+  `append_eos_after_trim`, next, ends the targets."""
   _check_inputs_feature(output_features)
   line_break = vocabulary.newline_id(output_features["inputs"].vocabulary)
   input_length = sequence_length["inputs"]
+  vocab = output_features["inputs"].vocabulary
 
   @seqio.map_over_dataset
   def truncate(example):
     example = dict(example)
-    example["inputs"] = delimited(inputs_window(example["inputs"], input_length, line_break))
+    if CONTEXT in example:
+      example["inputs"] = with_context(vocab.encode_tf(example.pop(CONTEXT)),
+                                       example["inputs"], input_length, line_break)
+    else:
+      example["inputs"] = delimited(inputs_window(example["inputs"], input_length,
+                                                  line_break))
     return example
   return truncate(dataset)
 

@@ -89,6 +89,9 @@ def decoding_settings():
       "inputs_length": int(lengths["inputs"]), "targets_length": int(lengths["targets"]),
       "healing_pieces": int(search.token_healing()), "copy_cache": copy_cache.copy_cache(),
       "relative_buckets": int(_query("SelfAttention.relative_attention_num_buckets", 32)),
+      # What Session.set_repository retrieves by: repository_context.gin's options, when on.
+      "repository_context": (preprocessors.repository_context()
+                             if preprocessors.repository_context()["enabled"] else None),
   }
 
 

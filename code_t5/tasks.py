@@ -131,6 +131,10 @@ def full_line_options(examples_per_file=8, start_of_line_rate=0.5, seed=0,
 def _full_line_examples(dataset):
   options = full_line_options()
   del options["fresh_train_cursors"]  # FlccSource's
+  context = preprocessors.repository_context()
+  if context["enabled"]:
+    dataset = preprocessors.repository_neighbours(dataset, context["group_files"],
+                                                  context["max_neighbours"])
   return preprocessors.full_line_examples(dataset, **options)
 
 

@@ -7,6 +7,8 @@ editor's process stays small:
                the user types along it
   model.py     the model in onnxruntime, the keys and values of what it read kept
   decoding.py  the export's window, token healing and copy cache, on one prefix
+  retrieval.py the repository context: the lines of other files that match a prefix (the one
+               rule: the full-line Task calls it too)
   graph.py     the ONNX graph of the causal model (what the exporter builds)
 """
 

@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 from code_t5_session import decoding
+from code_t5_session import retrieval
 from code_t5_session.model import CachedModel, model_path
 
 CONFIG = "session.json"
@@ -77,18 +78,48 @@ class Session:
     self.model = CachedModel(model_path(export_dir, weights), threads)
     self._shown_prefix, self._shown = None, None
     self._after = ("", [])  # the last `after` text and its ids: encoded once while it stands
+    self._repository = None  # set_repository's index
+    self._context = ("", [])  # the last context and its ids, as `_after`
+
+  def set_repository(self, files, language: str = "python"):
+    """The other files of the file being typed, [(path, content)], for an export of a model
+    trained with repository_context.gin: each suggestion then reads their lines that best
+    match the code before the cursor, as the model's Task did (code_t5_session/retrieval.py).
+    None: no repository. The files are indexed once, here."""
+    options = self.config.get("repository_context")
+    if files is not None and not options:
+      raise ValueError("set_repository: this export's model was not trained with "
+                       "repository_context.gin; it reads no repository context")
+    self._repository = None if files is None else retrieval.RepositoryIndex(
+        files, language, options["window_lines"], options["file_chars"])
+    self._shown_prefix, self._shown = None, None
+
+  def _context_ids(self, prefix: str):
+    """The ids of the repository context of `prefix`, cut to its budget ([] without one)."""
+    if self._repository is None:
+      return []
+    options = self.config["repository_context"]
+    text = self._repository.context(prefix, options["max_tokens"], options["query_lines"],
+                                    options["min_similarity"])
+    if text != self._context[0]:
+      self._context = (text, self.processor.encode(text) if text else [])
+    budget = retrieval.token_budget(options["max_tokens"], self.config["inputs_length"])
+    return decoding.window(self._context[1], budget, self.config["newline_id"])
 
   def window(self, prefix: str):
-    """The ids the model reads of `prefix`: its last lines that fit the window."""
-    return self._encoded(prefix)[1]
+    """The ids the model reads of `prefix`: its last lines that fit the window (after the
+    repository context, when there is one)."""
+    context = self._context_ids(prefix)
+    return context + self._encoded(prefix, len(context))[1]
 
-  def _encoded(self, prefix: str):
+  def _encoded(self, prefix: str, context_length: int = 0):
     """(the ids of `prefix` before the window, the window's). The whole prefix is encoded, as
     the export encodes it: sentencepiece breaks ties between equal segmentations of a run of
     spaces by its running score, which the text before the run changes, so a line encoded
     alone can come out in other pieces (measured: 3 of the first 40 validation examples)."""
     ids = self.processor.encode(prefix)
-    window = decoding.window(ids, self.config["inputs_length"], self.config["newline_id"])
+    window = decoding.window(ids, self.config["inputs_length"] - context_length,
+                             self.config["newline_id"])
     return ids[:len(ids) - len(window)], window
 
   def _after_ids(self, after: str):
@@ -118,12 +149,14 @@ class Session:
                        "with copy_from='file'")
     newline, eos = self.config["newline_id"], self.config["eos_id"]
     cache = self.config["copy_cache"]
-    before, window = self._encoded(prefix)
-    kept, typed = self.healing.back_off(window, self.pieces, newline)
-    # The copy cache's source: the window less the healed pieces, and with copy_from="file"
-    # the file's lines before it, and first of all the text after the cursor's line (first:
-    # the cache looks for the run that ends the source and decoding's tokens, which must be
-    # the window's end).
+    context = self._context_ids(prefix)
+    before, window = self._encoded(prefix, len(context))
+    # The model reads the repository context first; healing backs off over all it reads.
+    kept, typed = self.healing.back_off(context + window, self.pieces, newline)
+    # The copy cache's source: what the model reads, less the healed pieces, and with
+    # copy_from="file" the file's lines before the window, and first of all the text after
+    # the cursor's line (first: the cache looks for the run that ends the source and
+    # decoding's tokens, which must be the window's end).
     source = self._after_ids(after) + before + kept if self.copy_from == "file" else kept
     typed_text = "".join(self.healing.texts[t] for t in typed)
     inputs = [0] + kept  # mesh-tf's inputs: each position reads the token before it

@@ -127,6 +127,8 @@ def _file(name, text):
 
 PREFIXES = _file("prefixes.jsonl", '{"prefix": "def f(x):\\n    return"}\n')
 NOT_JSON = _file("bad.jsonl", "def f(x):\n")
+BAD_REPOSITORY = _file("repository.jsonl",
+                       '{"prefix": "def f(x):\\n    return", "repository": ["util.py"]}\n')
 
 
 def _infer(params, prepare=None):
@@ -255,6 +257,12 @@ ROWS = [
     Row("infer of a line that is not JSON", "mesh_transformer_main",
         _infer(["INPUT_FILE = '{file}'", "OUTPUT_FILE = '{case.tmp}/out'"], NOT_JSON),
         lambda c: f"{c.path('bad.jsonl')}:1: expected a JSON object {{\"prefix\": \"...\"}}",
+        lambda c: [c.path("out-*")], trained=True),
+    Row("infer of a record whose repository is not a list of files", "mesh_transformer_main",
+        _infer(["INPUT_FILE = '{file}'", "OUTPUT_FILE = '{case.tmp}/out'",
+                "code_t5.repository_context.enabled = True"], BAD_REPOSITORY),
+        lambda c: f"{c.path('repository.jsonl')}:1: \"repository\" must be a list of "
+                  "{\"path\": \"...\", \"content\": \"...\"}",
         lambda c: [c.path("out-*")], trained=True),
     Row("infer into a folder that cannot be made", "mesh_transformer_main",
         _infer(["INPUT_FILE = '{file}'", "OUTPUT_FILE = '/proc/no_such/out'"], PREFIXES),

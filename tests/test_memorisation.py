@@ -145,6 +145,7 @@ CAUSAL_STEPS = 500  # its decoding paths held to 95% exact, not to what it learn
 # training graph's argmax read the prefix's own pieces.
 HEALING_OFF = "code_t5.token_healing.pieces = 0"
 CACHE_ON = "code_t5.copy_cache.weight = 0.5"  # models/causal.gin's (CAUSAL turns it off)
+CONTEXT_ON = "code_t5.repository_context.enabled = True"  # repository_context.gin's
 
 
 @pytest.fixture(scope="module")
@@ -498,10 +499,11 @@ def test_decoding_completes_every_line_the_training_graph_learned(request, memor
 def session_exports(causal, tmp_path_factory):
   """The causal model exported for editor sessions (python -m code_t5.session_export) as
   infer's healed runs decode: without the copy cache (CAUSAL's) and with it (the shipped
-  models/causal.gin's)."""
+  models/causal.gin's), the latter with repository_context.gin's switch on (it reads a
+  repository's lines where the editor gives it one)."""
   root = tmp_path_factory.mktemp("session")
   exports = {}
-  for name, params in (("healed", []), ("cached", [CACHE_ON])):
+  for name, params in (("healed", []), ("cached", [CACHE_ON, CONTEXT_ON])):
     exports[name] = str(root / name)
     proc = subprocess.run(
         [PYTHON, "-m", "code_t5.session_export", f"--model_dir={causal['model_dir']}",
@@ -624,6 +626,46 @@ def test_the_copy_cache_reads_the_file_before_the_window_with_copy_from_file(ses
   assert whole_file.complete(above, after=f"y = 2\n{line}\n").text == rest
   with pytest.raises(ValueError, match="copy_from='file'"):
     window.complete(above, after=line)
+
+
+@pytest.mark.slow
+def test_a_session_reads_the_repository_context_as_infer_does(session_exports, tmp_path):
+  """Session.set_repository: a line that stands in another file of the repository is copied
+  when its start is typed, and not without the repository; what the model reads is what infer
+  gives the model for a record that carries the same files (the Task's rule)."""
+  import gin  # pylint: disable=g-import-not-at-top
+  import seqio  # pylint: disable=g-import-not-at-top
+  from code_t5.modes import infer  # pylint: disable=g-import-not-at-top
+  from code_t5_session import Session  # pylint: disable=g-import-not-at-top
+  line = "zq_frob = wibble_count + 7"
+  start, rest = line[:len("zq_frob =")], line[len("zq_frob ="):]
+  other = ("pkg/other.py", "import os\n\n\n" + line + "\n")
+  prefixes = ["x = 0\n" + "y = 1\n" * 30 + start, "import os\n" + start,
+              "def f():\n    " + start, "nothing alike\n"]
+  plain = Session(session_exports["cached"], threads=1)
+  session = Session(session_exports["cached"], threads=1)
+  session.set_repository([other])
+  assert line in session.processor.decode(session.window(prefixes[0]))
+  assert session.complete(prefixes[0]).text == rest
+  assert plain.complete(prefixes[0]).text != rest
+  records = tmp_path / "records.jsonl"
+  records.write_text("".join(json.dumps({"prefix": p, "repository": [
+      {"path": other[0], "content": other[1]}]}) + "\n" for p in prefixes))
+  with gin.unlock_config():
+    gin.parse_config([CONTEXT_ON, "code_t5.inputs_delimiter.eos = False"])  # causal.gin
+  try:
+    contexts = infer.repository_contexts(prefixes, str(records))
+    inputs = [[i for i in ex["inputs"] if i] for ex in infer.prefixes_dataset(
+        prefixes, seqio.SentencePieceVocabulary(
+            os.path.join(session_exports["cached"], "spm.model")),
+        session.config["inputs_length"],
+        contexts).as_numpy_iterator()]
+  finally:
+    gin.clear_config()
+  assert contexts[-1] == "" and all(contexts[:-1])
+  assert inputs == [session.window(p) for p in prefixes]
+  with pytest.raises(ValueError, match="repository_context.gin"):
+    Session(session_exports["healed"], threads=1).set_repository([other])
 
 
 @pytest.mark.slow

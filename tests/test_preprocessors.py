@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from code_t5 import metrics
 from code_t5 import preprocessors
+from code_t5_session import retrieval
 
 SNIPPETS = {
     "spaces": "def f(x):\n    if x:\n        return 1\n    return 2\n",
@@ -137,3 +138,53 @@ def test_codexglue_metrics_on_known_pairs():
                                                  "codexglue_edit_similarity")
   with pytest.raises(ValueError, match="2 targets but 1 predictions"):
     metrics.codexglue_edit_similarity(["a", "b"], ["a"])
+
+
+# Repository context (code_t5_session/retrieval.py; preprocessors.repository_neighbours).
+UTIL = ("pkg/util.py", "import json\n\n\ndef parse_config(path):\n    with open(path) as f:\n"
+                       "        return json.load(f)\n\n\ndef unrelated():\n    return 42\n")
+MODELS = ("pkg/models.py", "class Model:\n    def __init__(self, path):\n"
+                           "        self.path = path\n")
+
+
+def test_retrieval_puts_the_best_matching_lines_last_and_marks_them():
+  prefix = "def load(path):\n    with open(path) as f:\n        return json."
+  context = retrieval.retrieve(prefix, [MODELS, UTIL], "python", window_lines=3)
+  lines = context.split("\n")
+  assert context.endswith(f"\n# {retrieval.END}\n")
+  # The best window (json.load in util.py) stands last, under its path; every snippet is
+  # lines of the file its header names.
+  assert lines[-3] == "        return json.load(f)"
+  headers = [i for i, line in enumerate(lines) if line.startswith("# pkg/")]
+  assert lines[headers[-1]] == "# pkg/util.py"
+  for first, end in zip(headers, headers[1:] + [len(lines) - 2]):
+    path = lines[first][2:]
+    assert "\n".join(lines[first + 1:end]) in dict([MODELS, UTIL])[path]
+  # Overlapping windows of one file are not both taken.
+  assert context.count("return json.load(f)") == 1
+  # Java marks with //; nothing similar enough, or nothing to query with: no context.
+  assert retrieval.retrieve(prefix, [UTIL], "java", window_lines=3).startswith("// pkg/")
+  assert retrieval.retrieve("while True:\n    pass", [UTIL], "python") == ""
+  assert retrieval.retrieve("   \n", [UTIL], "python") == ""
+
+
+def test_every_flcc_language_has_a_comment_mark():
+  from code_t5.data import flcc  # pylint: disable=import-outside-toplevel
+  assert set(retrieval.COMMENT) == set(flcc.LANGUAGES)
+
+
+def test_neighbours_are_other_files_of_the_repository_within_a_group():
+  files = [("r/a", "a.py"), ("r/b", "b.py"), ("r/a", "c.py"), ("r/a", "d.py"), ("r/b", "e.py")]
+  ds = tf.data.Dataset.from_tensor_slices({
+      "repository": [r for r, _ in files], "path": [p for _, p in files],
+      "content": [f"# {p}\n" for _, p in files]})
+  found = [(e["path"].decode(), sorted(p.decode() for p in e["neighbour_paths"]))
+           for e in preprocessors.repository_neighbours(ds, group_files=3, max_neighbours=4)
+           .as_numpy_iterator()]
+  # The read's order kept; a neighbour only in the file's group of 3, never itself.
+  assert found == [("a.py", ["c.py"]), ("b.py", []), ("c.py", ["a.py"]), ("d.py", []),
+                   ("e.py", [])]
+  capped = list(preprocessors.repository_neighbours(ds, group_files=8, max_neighbours=1)
+                .as_numpy_iterator())
+  assert [len(e["neighbour_contents"]) for e in capped] == [1, 1, 1, 1, 1]
+  assert capped[1]["neighbour_contents"][0] == b"# e.py\n"

@@ -17,6 +17,7 @@ from code_t5 import vocabulary
 from code_t5.modes import export
 from code_t5.modes import infer
 from code_t5.modes import score
+from code_t5_session import retrieval
 from conftest import PYTHON, QUIET_TF
 
 
@@ -352,3 +353,92 @@ def test_missing_vocabulary_is_named(tmp_path):
       vocab.vocab_size  # pylint: disable=pointless-statement
   finally:
     seqio.set_tfds_data_dir_override(None)
+
+
+def test_repository_context_reads_the_other_files_of_the_repository_and_split(
+    data_dir_override):
+  """With repository_context.gin's switch on, a full-line example reads, before its own
+  file's text, snippets of the other files of its repository in its split -- never its own
+  file, another repository's or another split's -- and the file's text after them is
+  unchanged."""
+  split_files = tfds.as_numpy(tfds.load("flcc/python:1.0.0", split="validation",
+                                        data_dir=data_dir_override))
+  split_files = [{k: e[k].decode("utf-8") for k in ("repository", "path", "content")}
+                 for e in split_files]
+  plain = _decoded("flcc_python_full_line", "validation", {"inputs": 4096, "targets": 512})
+  with gin.unlock_config():
+    gin.parse_config(["code_t5.repository_context.enabled = True",
+                      "code_t5.repository_context.max_tokens = 4096"])
+  try:
+    with_context = _decoded("flcc_python_full_line", "validation",
+                            {"inputs": 4096, "targets": 512})
+  finally:
+    gin.clear_config()
+  assert len(with_context) == len(plain)
+  read = 0
+  for (inputs, targets), (plain_inputs, plain_targets) in zip(with_context, plain):
+    assert targets == plain_targets
+    end = f"# {retrieval.END}\n"
+    if end not in inputs:
+      assert inputs == plain_inputs
+      continue
+    context, own = inputs.split(end, 1)
+    assert own == plain_inputs
+    source = next(f for f in split_files if f["content"].startswith(own + targets))
+    others = {f["path"]: f["content"] for f in split_files
+              if f["repository"] == source["repository"] and f["path"] != source["path"]}
+    snippets = context.split("# ")[1:]
+    assert snippets
+    for snippet in snippets:
+      path, text = snippet.split("\n", 1)
+      assert path in others and text.rstrip("\n") in others[path], (path, text)
+    read += 1
+  assert read >= len(plain) // 2
+
+
+def test_infer_reads_the_repository_context_as_the_task_does(data_dir_override, tmp_path):
+  """A record that carries its repository's other files (in the split's order) gets the
+  inputs the Task gives its example, the context and the window both cut to length."""
+  lengths = {"inputs": 64, "targets": 16}
+  split_files = [{k: e[k].decode("utf-8") for k in ("repository", "path", "content", "sha")}
+                 for e in tfds.as_numpy(tfds.load("flcc/python:1.0.0", split="validation",
+                                                  data_dir=data_dir_override))]
+  with gin.unlock_config():
+    gin.parse_config(["code_t5.repository_context.enabled = True",
+                      "code_t5.repository_context.max_tokens = 24"])
+  try:
+    task = seqio.get_mixture_or_task("flcc_python_full_line")
+    vocab = task.output_features["inputs"].vocabulary
+    examples = list(task.get_dataset(lengths, split="validation", shuffle=False)
+                    .as_numpy_iterator())
+    records = []
+    for ex in examples:
+      prefix = ex["inputs_pretokenized"].decode("utf-8")
+      source = next(f for f in split_files
+                    if f["content"].startswith(prefix + ex["targets_pretokenized"].decode()))
+      records.append({"prefix": prefix, "repository": [
+          {"path": f["path"], "content": f["content"]} for f in split_files
+          if f["repository"] == source["repository"] and f["sha"] != source["sha"]]})
+    path = tmp_path / "prefixes.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    prefixes = [r["prefix"] for r in records]
+    contexts = infer.repository_contexts(prefixes, str(path))
+    assert sum(bool(c) for c in contexts) >= len(contexts) // 2
+    infer_inputs = [ex["inputs"][:len(task_ex["inputs"])].tolist()
+                    for ex, task_ex in zip(infer.prefixes_dataset(
+                        prefixes, vocab, lengths["inputs"], contexts).as_numpy_iterator(),
+                        examples)]
+    assert infer_inputs == [ex["inputs"].tolist() for ex in examples]
+    assert not any(ex["inputs"][len(task_ex["inputs"]):].any() for ex, task_ex in zip(
+        infer.prefixes_dataset(prefixes, vocab, lengths["inputs"], contexts)
+        .as_numpy_iterator(), examples))
+    # Score and the SavedModel read no context: composing the switch with them is an error.
+    with pytest.raises(ValueError, match="score reads no repository context"):
+      score.completions_dataset_fn(lengths, vocab, "validation", input_filename=str(path))
+    with pytest.raises(ValueError, match="SavedModel export reads no repository context"):
+      export.register_serving_task("flcc_python_full_line")
+  finally:
+    gin.clear_config()
+  # Without the switch, files in a record are an error, not quietly unread.
+  with pytest.raises(ValueError, match="repository_context.gin"):
+    infer.repository_contexts(prefixes, str(path))

@@ -34,6 +34,7 @@ def register_serving_task(mixture_or_task_name=gin.REQUIRED):
   has the features of `mixture_or_task_name`'s first Task, with a ServingVocabulary for the
   inputs, and no data.
   """
+  preprocessors.check_no_repository_context("the SavedModel export")
   name = f"{mixture_or_task_name}_serving"
   if name not in seqio.TaskRegistry.names():
     task = seqio.get_subtasks(seqio.get_mixture_or_task(mixture_or_task_name))[0]

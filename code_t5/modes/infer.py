@@ -17,15 +17,40 @@ from mesh_tensorflow.transformer import utils as mtf_utils
 import tensorflow.compat.v1 as tf
 
 from code_t5 import preprocessors
+from code_t5.data import flcc
 from code_t5.modes import json_lines
 from code_t5.vocabulary import newline_id
 
 
-def prefixes_dataset(prefixes, vocab, input_length):
-  """{"inputs"} of each prefix, as the full-line Task gives them to the model."""
+def prefixes_dataset(prefixes, vocab, input_length, contexts=None):
+  """{"inputs"} of each prefix, as the full-line Task gives them to the model; with
+  `contexts`, each prefix's repository context before it (`preprocessors.with_context`)."""
   line_break = newline_id(vocab)
-  return tf.data.Dataset.from_tensor_slices(prefixes).map(lambda prefix: {
-      "inputs": preprocessors.prefix_inputs(vocab.encode_tf(prefix), input_length, line_break)})
+  if contexts is None:
+    return tf.data.Dataset.from_tensor_slices(prefixes).map(lambda prefix: {
+        "inputs": preprocessors.prefix_inputs(vocab.encode_tf(prefix), input_length,
+                                              line_break)})
+  return tf.data.Dataset.from_tensor_slices((prefixes, contexts)).map(lambda prefix, context: {
+      "inputs": preprocessors.padded(preprocessors.with_context(
+          vocab.encode_tf(context), vocab.encode_tf(prefix), input_length, line_break),
+          input_length)})
+
+
+def repository_contexts(prefixes, input_filename):
+  """Each prefix's repository context from its record's "repository" files
+  (`json_lines.read_repositories`), when repository_context.gin turns it on; else None, and
+  a record that carries files is an error (they would go unread)."""
+  repositories = json_lines.read_repositories(
+      input_filename, {extension: language for language, (_, extensions) in
+                       flcc.LANGUAGES.items() for extension in extensions})
+  if not preprocessors.repository_context()["enabled"]:
+    if any(files for files, _ in repositories):
+      raise json_lines.PrefixFileError(
+          f'{input_filename}: records carry "repository" files, which only a run with '
+          "repository_context.gin reads (code_t5.repository_context.enabled = True)")
+    return None
+  return [preprocessors.context_of(preprocessors.repository_index(files, language), prefix)
+          if files else "" for prefix, (files, language) in zip(prefixes, repositories)]
 
 
 @gin.configurable(module="code_t5")
@@ -40,13 +65,16 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
   """
   del model_type
   prefixes = [prefix for prefix, in json_lines.read_records(input_filename)]
+  contexts = repository_contexts(prefixes, input_filename)
   # Pad the list to whole batches; the extra decodes are dropped below.
-  padded = prefixes + [""] * (-len(prefixes) % batch_size)
+  padding = [""] * (-len(prefixes) % batch_size)
 
   def input_fn(params):
     del params
-    return prefixes_dataset(padded, mtf_utils.inputs_vocabulary(vocabulary),
-                            sequence_length["inputs"]).batch(batch_size, drop_remainder=True)
+    return prefixes_dataset(prefixes + padding, mtf_utils.inputs_vocabulary(vocabulary),
+                            sequence_length["inputs"],
+                            None if contexts is None else contexts + padding).batch(
+                                batch_size, drop_remainder=True)
 
   results = list(estimator.predict(input_fn, checkpoint_path=checkpoint_path))[:len(prefixes)]
   step = mtf_utils.get_step_from_checkpoint_path(checkpoint_path)

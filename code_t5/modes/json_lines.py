@@ -4,7 +4,10 @@ mesh-tf's own file modes (`decode_from_file`, `score_from_strings`) read one inp
 strip it and cut it on the right: that destroys code, where a prefix spans lines, indentation
 matters and the context that counts is the end. Here prefixes come as JSON lines,
 `{"prefix": "<code before the cursor>"}` (plus `"completion"` to score), and results go out one
-line per record, in order, written whole or not at all.
+line per record, in order, written whole or not at all. Infer's records may also carry the
+other files of the prefix's repository, for the repository context (repository_context.gin):
+`"repository": [{"path": ..., "content": ...}, ...]`, and `"language"` (else the language of
+the first file's extension).
 """
 
 import json
@@ -37,6 +40,40 @@ def read_records(path, fields=("prefix",)):
   if not records:
     raise PrefixFileError(f"{path}: no records")
   return records
+
+
+def read_repositories(path, language_of_extension):
+  """[(files, language)] of each record of `path` (blank lines skipped, as `read_records`):
+  `files` the [(path, content)] of its "repository" ([] without one), `language` its
+  "language" or, by `language_of_extension` {".py": "python", ...}, the language of the first
+  file's extension (None without files)."""
+  languages = set(language_of_extension.values())
+  found = []
+  with tf.io.gfile.GFile(path, "r") as f:
+    for number, line in enumerate(f, 1):
+      if not line.strip():
+        continue
+      record = json.loads(line)
+      repository = record.get("repository", []) if isinstance(record, dict) else []
+      shape_ok = isinstance(repository, list) and all(
+          isinstance(item, dict) and isinstance(item.get("path"), str)
+          and isinstance(item.get("content"), str) for item in repository)
+      if not shape_ok:
+        raise PrefixFileError(f'{path}:{number}: "repository" must be a list of '
+                              '{"path": "...", "content": "..."}')
+      files = [(item["path"], item["content"]) for item in repository]
+      language = record.get("language")
+      if language is None and files:
+        extension = "." + files[0][0].rsplit(".", 1)[-1] if "." in files[0][0] else ""
+        language = language_of_extension.get(extension)
+        if language is None:
+          raise PrefixFileError(f'{path}:{number}: no "language", and {files[0][0]!r} has no '
+                                f"extension of a language of {', '.join(sorted(languages))}")
+      if language is not None and language not in languages:
+        raise PrefixFileError(f"{path}:{number}: language {language!r} is none of "
+                              f"{', '.join(sorted(languages))}")
+      found.append((files, language))
+  return found
 
 
 def write_lines(lines, path):

@@ -68,6 +68,7 @@ def completions_dataset_fn(sequence_length, vocabulary, dataset_split,
                            input_filename=gin.REQUIRED):
   """score_dataset_fn: the pairs {"prefix", "completion"} of a JSON lines file."""
   del dataset_split
+  preprocessors.check_no_repository_context("score")
   pairs = json_lines.read_records(input_filename, ("prefix", "completion"))
   inputs_vocab = mtf_utils.inputs_vocabulary(vocabulary)
   targets_vocab = mtf_utils.targets_vocabulary(vocabulary)

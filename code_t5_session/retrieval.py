@@ -1,0 +1,118 @@
+"""Repository context: the lines of a repository's other files that best match the code
+before the cursor (RepoCoder's sliding windows, scored by Jaccard similarity of their sets
+of words), as the text the model reads before the file's own.
+
+Plain Python, one rule for every reader: the full-line Task calls it in training and eval
+(code_t5.preprocessors.full_line_examples, through tf.numpy_function), infer on the
+repository files a JSON line carries, and an editor's Session on the files it passes. What it
+returns ends in a line of its own (END), so the file's text that follows starts a line:
+
+    # other/module.py
+    <the best-matching window of lines of other/module.py>
+    # ---
+
+Snippets come worst first, best last -- nearest the cursor, and the last to go when the
+reader cuts the context to its token budget from the left (at a line start).
+"""
+
+import functools
+import re
+from typing import Iterable, Tuple
+
+# Words: identifiers, keywords and numbers. Their sets are what two pieces of code share.
+_WORD = re.compile(r"\w+")
+# A line comment in each FLCC language (code_t5.data.flcc.LANGUAGES): it marks the snippets
+# as text from elsewhere, in a form the language itself has.
+COMMENT = {
+    "python": "#", "ruby": "#",
+    "java": "//", "kotlin": "//", "javascript": "//", "typescript": "//", "go": "//",
+    "cpp": "//", "csharp": "//", "php": "//", "rust": "//",
+}
+END = "---"
+# A token is rarely fewer characters: the snippets retrieved stop past this many characters a
+# token of the budget (a bound on the work of tokenizing them); the budget cuts them after.
+CHARS_PER_TOKEN = 6
+
+
+def token_budget(max_tokens: int, inputs_length: int) -> int:
+  """The most tokens of context an input of `inputs_length` holds: `max_tokens`, at most half
+  of it (the file's own text has the rest)."""
+  return min(max_tokens, inputs_length // 2)
+
+
+def words(text: str) -> frozenset:
+  return frozenset(_WORD.findall(text))
+
+
+def jaccard(a: frozenset, b: frozenset) -> float:
+  shared = len(a & b)
+  union = len(a) + len(b) - shared
+  return shared / union if union else 0.0
+
+
+# Kept across calls: in training every file of a repository searches the same neighbours.
+@functools.lru_cache(maxsize=2048)
+def windows(content: str, lines: int, stride: int) -> Tuple[Tuple[int, str, frozenset], ...]:
+  """(first line, text, words) of each window of `lines` lines of `content`, `stride` lines
+  apart; windows without a word are left out."""
+  rows = content.split("\n")
+  found = []
+  for start in range(0, max(len(rows) - lines, 0) + 1, stride):
+    text = "\n".join(rows[start:start + lines]).rstrip("\n")
+    found_words = words(text)
+    if found_words:
+      found.append((start, text, found_words))
+  return tuple(found)
+
+
+class RepositoryIndex:
+  """The windows of a file's neighbours, (path, content) of other files of its repository:
+  `window_lines` lines each, half a window apart, each file read to its first `file_chars`
+  characters. Made once for all the cursors of a file."""
+
+  def __init__(self, neighbours: Iterable[Tuple[str, str]], language: str,
+               window_lines: int = 10, file_chars: int = 100_000):
+    self.comment = COMMENT.get(language, "#")
+    self.window_lines = window_lines
+    self.windows = [(order, start, path, text, found)
+                    for order, (path, content) in enumerate(neighbours)
+                    for start, text, found in windows(content[:file_chars], window_lines,
+                                                      max(window_lines // 2, 1))]
+
+  def context(self, prefix: str, max_tokens: int = 64, query_lines: int = 10,
+              min_similarity: float = 0.1) -> str:
+    """The context for the code before the cursor, `prefix`: the windows most similar to its
+    last `query_lines` lines, at least `min_similarity`, no two overlapping, best last, until
+    CHARS_PER_TOKEN * `max_tokens` characters (the reader cuts them to `token_budget` after
+    tokenizing). "" when no window is similar enough."""
+    max_chars = CHARS_PER_TOKEN * max_tokens
+    query = words("\n".join(prefix.split("\n")[-query_lines:]))
+    if not query or not self.windows:
+      return ""
+    scored = []
+    for order, start, path, text, found in self.windows:
+      similarity = jaccard(query, found)
+      if similarity >= min_similarity:
+        # Ties go to the earlier neighbour and the earlier window: the same choice every run.
+        scored.append((-similarity, order, start, path, text))
+    scored.sort()
+    chosen, taken, size = [], [], 0
+    for _, order, start, path, text in scored:
+      if any(o == order and abs(s - start) < self.window_lines for o, s in taken):
+        continue
+      snippet = f"{self.comment} {path}\n{text}\n"
+      chosen.append(snippet)
+      taken.append((order, start))
+      size += len(snippet)
+      if size >= max_chars:
+        break
+    if not chosen:
+      return ""
+    return "".join(reversed(chosen)) + f"{self.comment} {END}\n"
+
+
+def retrieve(prefix: str, neighbours: Iterable[Tuple[str, str]], language: str,
+             window_lines: int = 10, file_chars: int = 100_000, **options) -> str:
+  """`RepositoryIndex(neighbours, ...).context(prefix, **options)`: one prefix's context."""
+  return RepositoryIndex(neighbours, language, window_lines, file_chars).context(prefix,
+                                                                                 **options)
