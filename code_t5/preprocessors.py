@@ -194,19 +194,16 @@ def repository_neighbours(dataset, group_files=4096, max_neighbours=16):
 
 
 def repository_index(neighbours, language):
-  """`retrieval.RepositoryIndex` of `neighbours`, (path, content) pairs, with the gin options
+  """`retrieval.index_of` `neighbours`, (path, content) pairs, by the gin options
   (`repository_context`)."""
-  options = repository_context()
-  return retrieval.RepositoryIndex(neighbours, language, options["window_lines"],
-                                   options["file_chars"])
+  return retrieval.index_of(neighbours, language, repository_context())
 
 
 def context_of(index, prefix):
   """The repository context of the code before a cursor, `prefix`, from `index`
-  (`repository_index`), with the gin options: what the Task, infer and the session read."""
-  options = repository_context()
-  return index.context(prefix, options["max_tokens"], options["query_lines"],
-                       options["min_similarity"])
+  (`repository_index`), by the gin options: what the Task and infer read
+  (`retrieval.context_of`, as a Session does)."""
+  return retrieval.context_of(index, prefix, repository_context())
 
 
 def repository_contexts(prefixes, example):

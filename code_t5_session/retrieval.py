@@ -111,8 +111,14 @@ class RepositoryIndex:
     return "".join(reversed(chosen)) + f"{self.comment} {END}\n"
 
 
-def retrieve(prefix: str, neighbours: Iterable[Tuple[str, str]], language: str,
-             window_lines: int = 10, file_chars: int = 100_000, **options) -> str:
-  """`RepositoryIndex(neighbours, ...).context(prefix, **options)`: one prefix's context."""
-  return RepositoryIndex(neighbours, language, window_lines, file_chars).context(prefix,
-                                                                                 **options)
+def index_of(neighbours: Iterable[Tuple[str, str]], language: str,
+             options: dict) -> RepositoryIndex:
+  """The index of `neighbours` by `options`, the keys of `code_t5.repository_context` (gin,
+  or an export's session.json): what the Task, infer and a Session all make."""
+  return RepositoryIndex(neighbours, language, options["window_lines"], options["file_chars"])
+
+
+def context_of(index: RepositoryIndex, prefix: str, options: dict) -> str:
+  """`index`'s context for `prefix` by `options` (as `index_of`)."""
+  return index.context(prefix, options["max_tokens"], options["query_lines"],
+                       options["min_similarity"])

@@ -90,8 +90,7 @@ class Session:
     if files is not None and not options:
       raise ValueError("set_repository: this export's model was not trained with "
                        "repository_context.gin; it reads no repository context")
-    self._repository = None if files is None else retrieval.RepositoryIndex(
-        files, language, options["window_lines"], options["file_chars"])
+    self._repository = None if files is None else retrieval.index_of(files, language, options)
     self._shown_prefix, self._shown = None, None
 
   def _context_ids(self, prefix: str):
@@ -99,8 +98,7 @@ class Session:
     if self._repository is None:
       return []
     options = self.config["repository_context"]
-    text = self._repository.context(prefix, options["max_tokens"], options["query_lines"],
-                                    options["min_similarity"])
+    text = retrieval.context_of(self._repository, prefix, options)
     if text != self._context[0]:
       self._context = (text, self.processor.encode(text) if text else [])
     budget = retrieval.token_budget(options["max_tokens"], self.config["inputs_length"])

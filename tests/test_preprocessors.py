@@ -149,7 +149,7 @@ MODELS = ("pkg/models.py", "class Model:\n    def __init__(self, path):\n"
 
 def test_retrieval_puts_the_best_matching_lines_last_and_marks_them():
   prefix = "def load(path):\n    with open(path) as f:\n        return json."
-  context = retrieval.retrieve(prefix, [MODELS, UTIL], "python", window_lines=3)
+  context = retrieval.RepositoryIndex([MODELS, UTIL], "python", window_lines=3).context(prefix)
   lines = context.split("\n")
   assert context.endswith(f"\n# {retrieval.END}\n")
   # The best window (json.load in util.py) stands last, under its path; every snippet is
@@ -163,9 +163,10 @@ def test_retrieval_puts_the_best_matching_lines_last_and_marks_them():
   # Overlapping windows of one file are not both taken.
   assert context.count("return json.load(f)") == 1
   # Java marks with //; nothing similar enough, or nothing to query with: no context.
-  assert retrieval.retrieve(prefix, [UTIL], "java", window_lines=3).startswith("// pkg/")
-  assert retrieval.retrieve("while True:\n    pass", [UTIL], "python") == ""
-  assert retrieval.retrieve("   \n", [UTIL], "python") == ""
+  assert retrieval.RepositoryIndex([UTIL], "java", window_lines=3).context(prefix).startswith(
+      "// pkg/")
+  assert retrieval.RepositoryIndex([UTIL], "python").context("while True:\n    pass") == ""
+  assert retrieval.RepositoryIndex([UTIL], "python").context("   \n") == ""
 
 
 def test_every_flcc_language_has_a_comment_mark():
