@@ -36,13 +36,16 @@ def prefixes_dataset(prefixes, vocab, input_length, contexts=None):
           input_length)})
 
 
-def repository_contexts(prefixes, input_filename):
+def repository_contexts(prefixes, input_filename, parsed=None):
   """Each prefix's repository context from its record's "repository" files
-  (`json_lines.read_repositories`), when repository_context.gin turns it on; else None, and
-  a record that carries files is an error (they would go unread)."""
-  repositories = json_lines.read_repositories(
-      input_filename, {extension: language for language, (_, extensions) in
-                       flcc.LANGUAGES.items() for extension in extensions})
+  (`json_lines.repositories_of`; `parsed`: the file's records, if read already), when
+  repository_context.gin turns it on; else None, and a record that carries files is an error
+  (they would go unread)."""
+  if parsed is None:
+    parsed = json_lines.read_json_lines(input_filename)
+  repositories = json_lines.repositories_of(
+      parsed, input_filename, {extension: language for language, (_, extensions) in
+                               flcc.LANGUAGES.items() for extension in extensions})
   if not preprocessors.repository_context()["enabled"]:
     if any(files for files, _ in repositories):
       raise json_lines.PrefixFileError(
@@ -64,8 +67,9 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
   search's and the file's copies, as {"completion", "confidence"}.
   """
   del model_type
-  prefixes = [prefix for prefix, in json_lines.read_records(input_filename)]
-  contexts = repository_contexts(prefixes, input_filename)
+  parsed = json_lines.read_json_lines(input_filename)  # read once: its records and their files
+  prefixes = [prefix for prefix, in json_lines.records_of(parsed, input_filename)]
+  contexts = repository_contexts(prefixes, input_filename, parsed)
   # Pad the list to whole batches; the extra decodes are dropped below.
   padding = [""] * (-len(prefixes) % batch_size)
 

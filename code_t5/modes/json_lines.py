@@ -21,58 +21,74 @@ class PrefixFileError(ValueError):
   """The input is not JSON lines of the expected string fields; names file and line."""
 
 
-def read_records(path, fields=("prefix",)):
-  """[(field values...)] from JSON lines; blank lines are skipped, anything else is an error."""
-  records = []
-  shape = ", ".join(f'"{f}": "..."' for f in fields)
+_NOT_JSON = object()  # a line json.loads refused
+
+
+def read_json_lines(path):
+  """[(line number, parsed record)] of `path`'s lines, blank lines skipped: the file is read
+  once, whatever is taken from its records (`records_of`, `repositories_of`). A line that is
+  no JSON is kept as such, for the reader of its fields to name."""
+  parsed = []
   with tf.io.gfile.GFile(path, "r") as f:
     for number, line in enumerate(f, 1):
-      if not line.strip():
-        continue
-      try:
-        record = json.loads(line)
-        values = tuple(record[field] for field in fields)
-      except (ValueError, KeyError, TypeError):
-        raise PrefixFileError(f"{path}:{number}: expected a JSON object {{{shape}}}") from None
-      if not all(isinstance(v, str) for v in values):
-        raise PrefixFileError(f"{path}:{number}: {', '.join(fields)} must be strings")
-      records.append(values)
+      if line.strip():
+        try:
+          parsed.append((number, json.loads(line)))
+        except ValueError:
+          parsed.append((number, _NOT_JSON))
+  return parsed
+
+
+def records_of(parsed, path, fields=("prefix",)):
+  """[(field values...)] of each record of `parsed` (read_json_lines' of `path`); a record
+  that is no object of those string fields is an error."""
+  records = []
+  shape = ", ".join(f'"{f}": "..."' for f in fields)
+  for number, record in parsed:
+    try:
+      values = tuple(record[field] for field in fields)
+    except (KeyError, TypeError):
+      raise PrefixFileError(f"{path}:{number}: expected a JSON object {{{shape}}}") from None
+    if not all(isinstance(v, str) for v in values):
+      raise PrefixFileError(f"{path}:{number}: {', '.join(fields)} must be strings")
+    records.append(values)
   if not records:
     raise PrefixFileError(f"{path}: no records")
   return records
 
 
-def read_repositories(path, language_of_extension):
-  """[(files, language)] of each record of `path` (blank lines skipped, as `read_records`):
-  `files` the [(path, content)] of its "repository" ([] without one), `language` its
-  "language" or, by `language_of_extension` {".py": "python", ...}, the language of the first
-  file's extension (None without files)."""
+def read_records(path, fields=("prefix",)):
+  """[(field values...)] from JSON lines; blank lines are skipped, anything else is an error."""
+  return records_of(read_json_lines(path), path, fields)
+
+
+def repositories_of(parsed, path, language_of_extension):
+  """[(files, language)] of each record of `parsed` (read_json_lines' of `path`): `files` the
+  [(path, content)] of its "repository" ([] without one), `language` its "language" or, by
+  `language_of_extension` {".py": "python", ...}, the language of the first file's extension
+  (None without files)."""
   languages = set(language_of_extension.values())
   found = []
-  with tf.io.gfile.GFile(path, "r") as f:
-    for number, line in enumerate(f, 1):
-      if not line.strip():
-        continue
-      record = json.loads(line)
-      repository = record.get("repository", []) if isinstance(record, dict) else []
-      shape_ok = isinstance(repository, list) and all(
-          isinstance(item, dict) and isinstance(item.get("path"), str)
-          and isinstance(item.get("content"), str) for item in repository)
-      if not shape_ok:
-        raise PrefixFileError(f'{path}:{number}: "repository" must be a list of '
-                              '{"path": "...", "content": "..."}')
-      files = [(item["path"], item["content"]) for item in repository]
-      language = record.get("language")
-      if language is None and files:
-        extension = "." + files[0][0].rsplit(".", 1)[-1] if "." in files[0][0] else ""
-        language = language_of_extension.get(extension)
-        if language is None:
-          raise PrefixFileError(f'{path}:{number}: no "language", and {files[0][0]!r} has no '
-                                f"extension of a language of {', '.join(sorted(languages))}")
-      if language is not None and language not in languages:
-        raise PrefixFileError(f"{path}:{number}: language {language!r} is none of "
-                              f"{', '.join(sorted(languages))}")
-      found.append((files, language))
+  for number, record in parsed:
+    repository = record.get("repository", []) if isinstance(record, dict) else []
+    shape_ok = isinstance(repository, list) and all(
+        isinstance(item, dict) and isinstance(item.get("path"), str)
+        and isinstance(item.get("content"), str) for item in repository)
+    if not shape_ok:
+      raise PrefixFileError(f'{path}:{number}: "repository" must be a list of '
+                            '{"path": "...", "content": "..."}')
+    files = [(item["path"], item["content"]) for item in repository]
+    language = record.get("language")
+    if language is None and files:
+      extension = "." + files[0][0].rsplit(".", 1)[-1] if "." in files[0][0] else ""
+      language = language_of_extension.get(extension)
+      if language is None:
+        raise PrefixFileError(f'{path}:{number}: no "language", and {files[0][0]!r} has no '
+                              f"extension of a language of {', '.join(sorted(languages))}")
+    if language is not None and language not in languages:
+      raise PrefixFileError(f"{path}:{number}: language {language!r} is none of "
+                            f"{', '.join(sorted(languages))}")
+    found.append((files, language))
   return found
 
 
