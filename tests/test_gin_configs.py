@@ -224,3 +224,56 @@ def test_every_shipped_mesh_is_one_that_test_mesh_shapes_trains():
 def test_a_typo_in_a_gin_param_is_an_error():
   with pytest.raises(ValueError, match="run.trian_steps"):
     _parse("models/shared-prefix_lm.gin", bindings=["run.trian_steps = 10"])
+
+
+def _initial_weights(bindings):
+  """{variable name: RMS} of the dev model's weights as mesh-tf initializes them under
+  `bindings` (block 0's, the embedding's)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
+  from mesh_tensorflow.transformer import transformer  # pylint: disable=g-import-not-at-top
+  _parse("models/causal_lm_dev.gin", bindings=bindings)
+  with tf.Graph().as_default():
+    mesh = mtf.Mesh(mtf.Graph(), "initial")
+    model = mtf_utils.build_model(model_type="lm", input_vocab_size=512, output_vocab_size=512,
+                                  layout_rules=mtf.convert_to_layout_rules(""),
+                                  mesh_shape=mtf.convert_to_shape(""))
+    targets = mtf.import_tf_tensor(mesh, tf.zeros([1, 4], tf.int32),
+                                   [mtf.Dimension("batch", 1), mtf.Dimension("length", 4)])
+    model.call_simple(inputs=transformer.autoregressive_inputs(targets), targets=targets,
+                      compute_loss=False, mode=tf.estimator.ModeKeys.EVAL,
+                      variable_dtype=mtf.VariableDType(tf.float32, tf.float32, tf.float32))
+    with tf.Session() as session:
+      session.run(tf.global_variables_initializer())
+      return {v.op.name.split("/", 1)[1]: float(np.sqrt(np.mean(np.square(session.run(v)))))
+              for v in tf.global_variables() if "block_00" not in v.op.name
+              or "block_000" in v.op.name}
+
+
+def test_the_gpt_initialization_starts_the_weights_at_its_scales():
+  """code_t5.initialization: the embedding and the projections out of the residual stream at
+  `stddev`, those into it at `residual_stddev`; norms and position biases as mesh-tf has them;
+  unset, every weight is mesh-tf's (the embedding at 1)."""
+  gpt = _initial_weights(["code_t5.initialization.stddev = 0.02",
+                          "code_t5.initialization.residual_stddev = 0.005",
+                          "SelfAttention.fold_scaling_into_initializer = False"])
+  mesh_tf = _initial_weights([])
+  attention = "block_000/layer_000/SelfAttention"
+  feed_forward = "block_000/layer_001/DenseReluDense"
+  for name in ("embedding", f"{attention}/q", f"{attention}/k", f"{attention}/v",
+               f"{feed_forward}/wi/kernel"):
+    assert gpt[name] == pytest.approx(0.02, rel=0.1), name
+  for name in (f"{attention}/o", f"{feed_forward}/wo/kernel"):
+    assert gpt[name] == pytest.approx(0.005, rel=0.1), name
+  assert gpt["block_000/layer_000/rms_norm/scale"] == 1.0
+  assert gpt[f"{attention}/relative_attention_bias"] == pytest.approx(
+      mesh_tf[f"{attention}/relative_attention_bias"], rel=0.5)
+  assert mesh_tf["embedding"] == pytest.approx(1.0, rel=0.1)
+  assert mesh_tf[f"{attention}/k"] == pytest.approx(256 ** -0.5, rel=0.1)
+
+
+def test_the_gpt_initialization_needs_attentions_scaling_unfolded():
+  """q initialized as the other projections loses attention's 1/sqrt(d_kv) that mesh-tf folds
+  into q's initializer: refused, with the binding that fixes it."""
+  with pytest.raises(ValueError, match="fold_scaling_into_initializer = False"):
+    _initial_weights(["code_t5.initialization.stddev = 0.02"])
