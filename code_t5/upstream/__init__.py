@@ -8,10 +8,6 @@ progress, files, ...); what replaces or wraps an upstream name lives here.
     model_fn.py      mesh_tensorflow.transformer.utils.tpu_estimator_model_fn, wrapped: a
                      predict_fn's extra outputs (the line search's top k and scores) join
                      PREDICT's predictions, and so infer's results and the SavedModel's signature
-    initialization.py
-                     mesh_tensorflow.get_variable (and ops', ops_with_redefined_builtins'),
-                     wrapped: with code_t5.initialization.stddev, the weights start as a
-                     GPT's (N(0, stddev), the residual stream's projections smaller)
     (install)        mesh_tensorflow.transformer.transformer.delimited_lm_inputs_mask ->
                      score.inputs_mask: a causal model's rows have no inputs (perplexity eval
                      and score count every position)
@@ -58,7 +54,6 @@ from code_t5.upstream import checkpoints
 from code_t5.upstream import estimator
 from code_t5.upstream import eval_model
 from code_t5.upstream import excepthook
-from code_t5.upstream import initialization
 from code_t5.upstream import launch_checks
 from code_t5.upstream import model_fn
 from code_t5.upstream import seqio_cache
@@ -76,7 +71,6 @@ def install() -> None:
   _installed = True
   from mesh_tensorflow.transformer import transformer  # pylint: disable=g-import-not-at-top
   model_fn.install()
-  initialization.install()
   transformer.delimited_lm_inputs_mask = score.inputs_mask
   gin.config.register_finalize_hook(train_eval.wrapped_schedule)
   if errors.running_entry_point():
