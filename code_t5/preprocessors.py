@@ -13,6 +13,7 @@ import t5.data.preprocessors as t5_preprocessors
 import tensorflow.compat.v2 as tf
 
 from code_t5 import vocabulary
+from code_t5.decoding import copy_cache
 from code_t5.vocabulary import NEWLINE
 from code_t5_session import retrieval
 
@@ -109,10 +110,11 @@ def _fresh_draw(example, draw):
 
 
 def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, seed=0,
-                       content_key="content", id_key="sha"):
+                       content_key="content", id_key="sha", after_cursor=False):
   """Each file -> examples {inputs: code before the cursor, targets: rest of the line}, and
   {context: the repository's lines for it} for a file with neighbours
-  (`repository_neighbours`: `repository_contexts` makes them).
+  (`repository_neighbours`: `repository_contexts` makes them); with `after_cursor`, {after:
+  the file after the cursor's line} (the copy cache's: `code_t5.copy_cache.after_cursor`).
 
   Cursors are a pure function of the file's id and `seed`, so every split -- validation and
   test in particular -- gives the same examples on every run; a file marked FRESH_CURSORS
@@ -134,6 +136,10 @@ def full_line_examples(dataset, examples_per_file=8, start_of_line_rate=0.5, see
     }
     if NEIGHBOUR_CONTENTS in example:
       examples[CONTEXT] = repository_contexts(examples["inputs"], example)
+    if after_cursor:  # from the next line on (a last line without a newline: nothing)
+      examples[AFTER] = tf.strings.regex_replace(
+          tf.strings.substr(contents, cursor + rest, tf.strings.length(contents, "UTF8_CHAR"),
+                            unit="UTF8_CHAR"), r"^[^\n]*\n?", "")
     return examples
   return tf.data.Dataset.zip((dataset, _pass_draws())).map(
       make_examples, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
@@ -284,17 +290,55 @@ def with_eos_padded(ids, length):
 def prefix_inputs(prefix_ids, input_length, newline_id):
   """The model's "inputs" for a prefix outside the Task (infer, score): window, delimiter,
   zeros."""
-  return padded(delimited(inputs_window(prefix_ids, input_length, newline_id)), input_length)
+  return padded(model_inputs(prefix_ids, input_length, newline_id)["inputs"], input_length)
 
 
-def with_context(context_ids, prefix_ids, input_length, newline_id):
-  """The inputs of a prefix with its repository context: the context's last lines that fit
-  `context_tokens`, then the prefix's window in what is left, then the delimiter. The
-  context's ids are encoded apart from the prefix's: it ends a line, so their pieces meet at
-  a line break as they would in one text."""
-  context = left_truncate_at_line(context_ids, context_tokens(input_length), newline_id)
+# The copy cache's source besides the model's window (#60; code_t5.copy_cache.file_tokens): the
+# file's ids before the window, and with after_cursor those after the cursor's line, as a
+# feature of its own. Eval and infer give it to greedy decoding (search._CopyCache); mesh-tf
+# imports it at sequence_length["cache"] (upstream/model_fn.py). Not an output feature: a
+# Mixture drops it, so training never reads it.
+CACHE, AFTER = "cache", "after"
+
+
+def file_cache_options():
+  """(file_tokens, after_cursor) of `code_t5.copy_cache`."""
+  options = copy_cache.copy_cache()
+  return options["file_tokens"], options["after_cursor"]
+
+
+def file_cache(before_ids, after_ids, length):
+  """The cache feature, `length` ids: the file's last ids before the model's window
+  (`before_ids`: nearest the cursor first kept), and before them, in the room they leave, the
+  first ids after the cursor's line (`after_ids`, or None), the order a session reads them in
+  (Session.complete: the cache's runs must end where the window starts); then zeros."""
+  before = before_ids[tf.maximum(tf.size(before_ids) - length, 0):]
+  if after_ids is not None:
+    before = tf.concat([after_ids[:length - tf.size(before)], before], axis=0)
+  return padded(before, length)
+
+
+def model_inputs(prefix_ids, input_length, newline_id, context_ids=None, cache_tokens=0,
+                 after_ids=None):
+  """{"inputs": what the model reads of a prefix (its ids), delimited, not padded}; with
+  `cache_tokens` (`code_t5.copy_cache.file_tokens`), {"cache": the prefix's ids before what the
+  model reads, and `after_ids` where given (`file_cache`)}.
+
+  The inputs are the prefix's window (`inputs_window`); with `context_ids` (a repository
+  context), the context's last lines that fit `context_tokens`, then the window in what is
+  left. The context's ids are encoded apart from the prefix's: it ends a line, so their
+  pieces meet at a line break as they would in one text. The full-line Task
+  (`truncate_inputs_at_line`) and infer (`infer.prefixes_dataset`) both call this."""
+  if context_ids is None:
+    context = tf.zeros([0], prefix_ids.dtype)
+  else:
+    context = left_truncate_at_line(context_ids, context_tokens(input_length), newline_id)
   window = inputs_window(prefix_ids, input_length - tf.size(context), newline_id)
-  return delimited(tf.concat([context, window], axis=0))
+  features = {"inputs": delimited(tf.concat([context, window], axis=0))}
+  if cache_tokens:
+    features[CACHE] = file_cache(prefix_ids[:tf.size(prefix_ids) - tf.size(window)],
+                                 after_ids, cache_tokens)
+  return features
 
 
 def _check_inputs_feature(output_features):
@@ -304,23 +348,23 @@ def _check_inputs_feature(output_features):
 
 
 def truncate_inputs_at_line(dataset, sequence_length, output_features):
-  """Cuts "inputs" to `inputs_window` and delimits them (`delimited`); an example with a
-  repository context reads it first (`with_context`). Must follow tokenization;
+  """Cuts "inputs" to what the model reads (`model_inputs`: the window, after the repository
+  context of an example that has one, and the delimiter; with `code_t5.copy_cache.file_tokens`
+  the ids cut off become the "cache"). Must follow tokenization;
   `append_eos_after_trim`, next, ends the targets."""
   _check_inputs_feature(output_features)
   line_break = vocabulary.newline_id(output_features["inputs"].vocabulary)
   input_length = sequence_length["inputs"]
   vocab = output_features["inputs"].vocabulary
+  cache_tokens = file_cache_options()[0]
 
   @seqio.map_over_dataset
   def truncate(example):
     example = dict(example)
-    if CONTEXT in example:
-      example["inputs"] = with_context(vocab.encode_tf(example.pop(CONTEXT)),
-                                       example["inputs"], input_length, line_break)
-    else:
-      example["inputs"] = delimited(inputs_window(example["inputs"], input_length,
-                                                  line_break))
+    context = vocab.encode_tf(example.pop(CONTEXT)) if CONTEXT in example else None
+    after = vocab.encode_tf(example.pop(AFTER)) if AFTER in example else None
+    example.update(model_inputs(example["inputs"], input_length, line_break, context,
+                                cache_tokens, after))
     return example
   return truncate(dataset)
 

@@ -135,7 +135,8 @@ def _full_line_examples(dataset):
   if context["enabled"]:
     dataset = preprocessors.repository_neighbours(dataset, context["group_files"],
                                                   context["max_neighbours"])
-  return preprocessors.full_line_examples(dataset, **options)
+  return preprocessors.full_line_examples(
+      dataset, after_cursor=preprocessors.file_cache_options()[1], **options)
 
 
 SHARED_SUFFIX = "_" + vocabulary.SHARED

@@ -391,6 +391,10 @@ def main():
   args = parser.parse_args()
   if args.consensus and not args.line_search:
     parser.error("--consensus chooses among the line search's lines: give --line_search=K")
+  if not args.no_peer and decoding_options(args.model_gin, args.gin_file,
+                                           args.gin_param)[1]["file_tokens"]:
+    parser.error("the GPT peer's copy cache reads its window alone: with file_cache.gin (or "
+                 "code_t5.copy_cache.file_tokens) give --no_peer")
   require_dataset("bench_learning", args.data_dir)
   rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
                                      args.gin_param)

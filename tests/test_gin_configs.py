@@ -60,7 +60,7 @@ def test_dataset_gin_wires_mixture_name_everywhere():
 @pytest.mark.parametrize("mode_file", ["eval_full_line.gin", "infer_full_line.gin", "score.gin",
                                        "export.gin", "perplexity_eval.gin", "beam_search.gin",
                                        "consensus.gin", "model_consensus.gin", "finetune.gin",
-                                       "train_and_eval.gin", "copy_cache.gin"])
+                                       "train_and_eval.gin", "copy_cache.gin", "file_cache.gin"])
 def test_no_mode_file_sets_the_mixture_back(mode_file, tmp_path):
   """The data is named once: a gin file of the user's that sets MIXTURE_NAME, placed after the
   model file and before a mode file, keeps its mixture (the mode files include no dataset.gin)."""

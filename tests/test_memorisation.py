@@ -144,8 +144,21 @@ CAUSAL_STEPS = 500  # its decoding paths held to 95% exact, not to what it learn
 # models/causal.gin heals tokens (code_t5.token_healing); the tests that hold decoding to the
 # training graph's argmax read the prefix's own pieces.
 HEALING_OFF = "code_t5.token_healing.pieces = 0"
+FILE_EVAL = "file_cache"
 CACHE_ON = "code_t5.copy_cache.weight = 0.5"  # models/causal.gin's (CAUSAL turns it off)
 CONTEXT_ON = "code_t5.repository_context.enabled = True"  # repository_context.gin's
+FILE_CACHE = "code_t5.copy_cache.file_tokens = 512"  # the copy cache reads the file too
+# A line that stands only before the model's window (64 tokens: tiny.gin's), started again: the
+# window's copy cache has nothing to copy it from, the file's has.
+FAR_LINE = "zq_frob = wibble_count + 7"
+FAR_START = FAR_LINE[:len("zq_frob =")]
+
+
+def far_prefixes():
+  """(prefix, rest of FAR_LINE): it stands far before the cursor, or just before it."""
+  rest = FAR_LINE[len(FAR_START):]
+  return [(f"x = 0\n{FAR_LINE}\n" + "y = 1\n" * 60 + FAR_START, rest),
+          (f"x = 0\n{FAR_LINE}\n" + "y = 1\n" + FAR_START, rest)]
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +189,8 @@ def memorise_data(tmp_path_factory):
       "".join(json.dumps({"prefix": p}) + "\n" for p, _ in examples))
   (root / "pairs.jsonl").write_text(
       "".join(json.dumps({"prefix": p, "completion": t}) + "\n" for p, t in examples))
+  (root / "far_prefixes.jsonl").write_text(
+      "".join(json.dumps({"prefix": p}) + "\n" for p, _ in far_prefixes()))
   (root / "cut_prefixes.jsonl").write_text(
       "".join(json.dumps({"prefix": p}) + "\n" for p, _ in cuts_inside_words()))
   return root, data_dir, examples
@@ -264,7 +279,14 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
          infer("cut cached", params=[f"INPUT_FILE = '{data_root / 'cut_prefixes.jsonl'}'",
                                      CACHE_ON], run_model=shipped),
          mesh_main_command(model_dir, data_dir, model_files + ["export.gin"],
-                           shipped + [f"EXPORT_PATH = '{healed_export_dir}'"])]
+                           shipped + [f"EXPORT_PATH = '{healed_export_dir}'"]),
+         # With the copy cache reading the file before the window too: eval (in a dir of its
+         # own) and infer.
+         mesh_main_command(model_dir, data_dir, model_files + ["eval_full_line.gin"], shipped + [
+             "SPLIT = 'train'", f"EVAL_EXAMPLES = {EXAMPLES}", CACHE_ON, FILE_CACHE,
+             f"utils.run.eval_dir_suffix = '{FILE_EVAL}'"]),
+         infer("far cached", params=[f"INPUT_FILE = '{data_root / 'far_prefixes.jsonl'}'",
+                                     CACHE_ON, FILE_CACHE], run_model=shipped)]
         if healed else []),
   ]
   proc = subprocess.run(mesh_main_runs_command(runs), cwd=REPO_ROOT, capture_output=True,
@@ -276,6 +298,10 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
 
   def lines(name):
     with open(f"{root / name.replace(' ', '_')}-{steps}") as f:
+      return f.read().split("\n")[:-1]
+
+  def predictions(eval_dir):  # an eval's, as baselines.eval_outputs reads them
+    with open(os.path.join(model_dir, eval_dir, f"{TASK}_{steps}_predictions")) as f:
       return f.read().split("\n")[:-1]
 
   def top_k(name):
@@ -300,6 +326,12 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
       **({"greedy healed": lines("greedy healed"),
           "cut healed": lines("cut healed"), "cut plain": lines("cut plain"),
           "cut cached": lines("cut cached"),
+          "far cached file": lines("far cached"),
+          "greedy eval cached file": predictions(f"train_eval_{FILE_EVAL}"),
+          # mesh-tf logs each feature its model function imports: in the last two runs (eval
+          # and infer with the file's cache), (the file's ids imported, the inputs imported).
+          "cache imported": [(text.count("feature cache :"), text.count("feature inputs :"))
+                             for _, text in mesh_main_runs.split_output(proc.stderr, 0)[-2:]],
           "SavedModel healed": saved_model_completions(healed_export_dir,
                                                        [p for p, _ in examples], 8)}
          if healed else {}),
@@ -609,15 +641,13 @@ def test_the_copy_cache_reads_the_file_before_the_window_with_copy_from_file(ses
   the whole file in the window, both read the same. A line that stands only after the
   cursor's line is copied when the editor passes that text (`after`)."""
   from code_t5_session import Session  # pylint: disable=g-import-not-at-top
-  line = "zq_frob = wibble_count + 7"
-  start, rest = line[:len("zq_frob =")], line[len("zq_frob ="):]
-  far = f"x = 0\n{line}\n" + "y = 1\n" * 60 + start
+  line, start = FAR_LINE, FAR_START
+  (far, rest), (near, _) = far_prefixes()
   window = Session(session_exports["cached"], threads=1)
   whole_file = Session(session_exports["cached"], threads=1, copy_from="file")
   assert line not in window.processor.decode(window.window(far))  # only before the window
   assert whole_file.complete(far).text == rest
   assert window.complete(far).text != rest
-  near = f"x = 0\n{line}\n" + "y = 1\n" + start
   assert whole_file.complete(near) == window.complete(near)
   assert window.complete(near).text == rest  # the window's cache copies what it holds
   # The file after the cursor's line, as an editor holds it: the cache reads it too.
@@ -626,6 +656,24 @@ def test_the_copy_cache_reads_the_file_before_the_window_with_copy_from_file(ses
   assert whole_file.complete(above, after=f"y = 2\n{line}\n").text == rest
   with pytest.raises(ValueError, match="copy_from='file'"):
     window.complete(above, after=line)
+
+
+@pytest.mark.slow
+def test_eval_and_infer_read_the_file_before_the_window_as_a_session_does(
+    causal, memorise_data, session_exports):
+  """code_t5.copy_cache.file_tokens: eval and infer give greedy decoding's copy cache the file
+  before the window ("cache", a feature of its own), and complete as Session(copy_from="file")
+  does: the Task's examples in eval, and in infer a line started again that stands only
+  before the window, which the window alone does not complete."""
+  from code_t5_session import Session  # pylint: disable=g-import-not-at-top
+  whole_file = Session(session_exports["cached"], threads=1, copy_from="file")
+  # Every model function of the eval's and of infer's imported the file's ids with the inputs.
+  assert all(cache == inputs > 0 for cache, inputs in causal["cache imported"])
+  assert causal["greedy eval cached file"] == [
+      whole_file.complete(prefix).text for prefix, _ in memorise_data[2]]
+  (far, rest), (near, _) = far_prefixes()
+  assert causal["far cached file"] == [rest, rest]
+  assert causal["far cached file"] == [whole_file.complete(p).text for p in (far, near)]
 
 
 @pytest.mark.slow

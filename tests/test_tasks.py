@@ -16,6 +16,7 @@ from code_t5 import preprocessors
 from code_t5 import vocabulary
 from code_t5.modes import export
 from code_t5.modes import infer
+from code_t5.modes import json_lines
 from code_t5.modes import score
 from code_t5_session import retrieval
 from conftest import PYTHON, QUIET_TF
@@ -394,6 +395,85 @@ def test_repository_context_reads_the_other_files_of_the_repository_and_split(
       assert path in others and text.rstrip("\n") in others[path], (path, text)
     read += 1
   assert read >= len(plain) // 2
+
+
+def test_the_file_cache_holds_the_file_before_the_window_and_after_the_line(
+    data_dir_override):
+  """code_t5.copy_cache.file_tokens: each full-line example's "cache" holds the ids of its file
+  before the window the model reads (all of them where they fit, else the last), and with
+  after_cursor, in the room left, first the file after the cursor's line; infer makes the
+  same features of the same prefixes."""
+  files = _files(data_dir_override, "validation")
+  task = seqio.get_mixture_or_task("flcc_python_full_line")
+  vocab = task.output_features["targets"].vocabulary
+
+  def configured(make, *params):
+    with gin.unlock_config():
+      gin.parse_config(list(params))
+    try:
+      return list(make().as_numpy_iterator())
+    finally:
+      gin.clear_config()
+
+  def examples(*params):
+    return configured(lambda: task.get_dataset({"inputs": 48, "targets": 64},
+                                               split="validation", shuffle=False), *params)
+
+  def text(ids):
+    return vocab.decode([int(i) for i in ids if i])
+  whole_file, after_line = ("code_t5.copy_cache.file_tokens = 8192",
+                            "code_t5.copy_cache.after_cursor = True")
+  whole = examples(whole_file)
+  last = examples("code_t5.copy_cache.file_tokens = 8")
+  after = examples(whole_file, after_line)
+  assert "cache" not in examples()[0]
+  assert len(whole) == len(last) == len(after) >= len(files)
+  prefixes, rests, cut = [], [], 0
+  for whole_one, last_one, after_one in zip(whole, last, after):
+    prefix, target = (whole_one["inputs_pretokenized"].decode(),
+                      whole_one["targets_pretokenized"].decode())
+    window = whole_one["inputs"][:-1].tolist()  # less the delimiter
+    before = [int(i) for i in whole_one["cache"] if i]
+    assert whole_one["cache"].shape == (8192,)
+    assert text(before + window) == prefix
+    assert [int(i) for i in last_one["cache"] if i] == before[-8:]
+    source = next(f for f in files if f.startswith(prefix + target))
+    rest_of_file = "".join(source[len(prefix + target):].split("\n", 1)[1:])
+    assert text(after_one["cache"]) == rest_of_file + text(before)
+    cut += bool(before)
+    prefixes.append(prefix)
+    rests.append(rest_of_file)
+  assert cut >= len(whole) // 2  # most examples have code before a window of 48
+  # Infer's features of the same prefixes (its inputs padded to the window's length).
+  inferred = configured(lambda: infer.prefixes_dataset(prefixes, vocab, 48), whole_file)
+  inferred_after = configured(lambda: infer.prefixes_dataset(prefixes, vocab, 48, afters=rests),
+                              whole_file, after_line)
+  for task_one, infer_one, task_after, infer_after in zip(whole, inferred, after, inferred_after):
+    assert infer_one["cache"].tolist() == task_one["cache"].tolist()
+    assert infer_after["cache"].tolist() == task_after["cache"].tolist()
+    assert infer_one["inputs"][:len(task_one["inputs"])].tolist() == task_one["inputs"].tolist()
+
+
+def test_infer_reads_the_text_after_the_line_only_when_the_cache_does(tmp_path):
+  """A record's "after" (the file after the cursor's line) is read with after_cursor, "" where
+  a record has none; without it, a record that carries one is an error, as is one that is no
+  string."""
+  path = tmp_path / "prefixes.jsonl"
+  path.write_text('{"prefix": "a = 1\\n"}\n{"prefix": "b", "after": "c = 3\\n"}\n')
+  parsed = json_lines.read_json_lines(str(path))
+  with pytest.raises(json_lines.PrefixFileError,
+                     match=f'{path}: records carry "after", which only a run with'):
+    infer.texts_after(str(path), parsed)
+  with gin.unlock_config():
+    gin.parse_config(["code_t5.copy_cache.file_tokens = 64",
+                      "code_t5.copy_cache.after_cursor = True"])
+  try:
+    assert infer.texts_after(str(path), parsed) == ["", "c = 3\n"]
+    path.write_text('{"prefix": "b", "after": 3}\n')
+    with pytest.raises(json_lines.PrefixFileError, match=f'{path}:1: "after" must be a string'):
+      infer.texts_after(str(path), json_lines.read_json_lines(str(path)))
+  finally:
+    gin.clear_config()
 
 
 def test_infer_reads_the_repository_context_as_the_task_does(data_dir_override, tmp_path):

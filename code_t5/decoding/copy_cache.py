@@ -28,15 +28,30 @@ import tensorflow.compat.v1 as tf
 
 
 @gin.configurable(module="code_t5")
-def copy_cache(weight=0.0, order=2, max_order=8):
+def copy_cache(weight=0.0, order=2, max_order=8, file_tokens=0, after_cursor=False):
   """The cache's share of the step's distribution (0: no cache), and the shortest and longest
-  context it matches, in tokens."""
+  context it matches, in tokens.
+
+  file_tokens: what the cache reads besides the model's window, in eval and infer: up to this
+    many tokens of the file before the window (the last, nearest the cursor), as a feature of
+    its own ("cache", `preprocessors.file_cache`); 0: the window alone. The SavedModel reads
+    the window alone (its request is one string); a session reads the whole file
+    (`Session(copy_from="file")`).
+  after_cursor: the file after the cursor's line too, as an editor holds it, in what
+    file_tokens leaves (the task then differs: the text after the cursor is known).
+  """
   if not 0.0 <= weight < 1.0:
     raise ValueError(f"code_t5.copy_cache.weight must be in [0, 1), got {weight}")
   if not 1 <= order <= max_order:
     raise ValueError(f"code_t5.copy_cache: need 1 <= order <= max_order, got {order}, "
                      f"{max_order}")
-  return dict(weight=weight, order=order, max_order=max_order)
+  if file_tokens < 0:
+    raise ValueError(f"code_t5.copy_cache.file_tokens must be 0 or more, got {file_tokens}")
+  if after_cursor and not file_tokens:
+    raise ValueError("code_t5.copy_cache.after_cursor reads the file after the cursor's line "
+                     "into the file's cache: set code_t5.copy_cache.file_tokens too")
+  return dict(weight=weight, order=order, max_order=max_order, file_tokens=file_tokens,
+              after_cursor=after_cursor)
 
 
 def written_sequence(prefix, prefix_length, continuation, step):

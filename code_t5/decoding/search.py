@@ -99,11 +99,14 @@ class _CopyCache:
   the prefix `inputs` [batch dims, length]. Each slice computes the whole vocabulary, in a
   dimension no layout splits, as token healing's mask does."""
 
-  def __init__(self, model, inputs, options):
+  def __init__(self, model, inputs, options, file_ids=None):
     self.vocab_dim = model.output_vocab_dim
     self.batch_dims = inputs.shape.dims[:-1]
     # The code alone: a prefix LM's delimiter is no part of it, and no run matches across it.
-    self.inputs = inputs * mtf.to_int32(mtf.not_equal(inputs, EOS_ID))
+    inputs *= mtf.to_int32(mtf.not_equal(inputs, EOS_ID))
+    if file_ids is not None:  # the file's ids before the window (and after the cursor's line)
+      inputs = _joined(file_ids, inputs)
+    self.inputs = inputs
     self.prefix_length = mtf.reduce_sum(mtf.to_int32(mtf.not_equal(self.inputs, 0)),
                                         reduced_dim=inputs.shape.dims[-1])
     self.options = options
@@ -126,6 +129,24 @@ class _CopyCache:
         output_shape=self.batch_dims + [whole_vocab], output_dtype=tf.float32,
         splittable_dims=self.batch_dims)
     return mtf.rename_dimension(mixed, whole_vocab.name, self.vocab_dim.name)
+
+
+def _joined(first, then):
+  """[batch dims, both lengths]: each row's ids of `first` (up to its padding), then those of
+  `then`, then zeros. Mesh-tf imports every feature with a dimension "length" of its own
+  size: the two are renamed apart."""
+  first = mtf.rename_dimension(first, first.shape.dims[-1].name, "file_length")
+  joined_dim = mtf.Dimension("cache_source", first.shape.dims[-1].size + then.shape.dims[-1].size)
+
+  def join(first, then):
+    rows = tf.reshape(first, [-1, first.shape[-1]]), tf.reshape(then, [-1, then.shape[-1]])
+    ragged = [tf.RaggedTensor.from_tensor(ids, lengths=tf.reduce_sum(
+        tf.cast(tf.not_equal(ids, 0), tf.int32), axis=1)) for ids in rows]
+    joined = tf.concat(ragged, axis=1).to_tensor(shape=[None, joined_dim.size])
+    return tf.reshape(joined, tf.concat([tf.shape(then)[:-1], [joined_dim.size]], axis=0))
+  batch_dims = then.shape.dims[:-1]
+  return mtf.slicewise(join, [first, then], output_shape=batch_dims + [joined_dim],
+                       output_dtype=tf.int32, splittable_dims=batch_dims)
 
 
 class _PrefixReader:
@@ -184,7 +205,8 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   rest of a line the full-line Task holds. With `token_healing`, the prefix's last pieces are
   written again first, held to their text, and cut off after. With `code_t5.copy_cache`, each
   step's distribution is the model's mixed with what followed the line's last tokens earlier
-  in the prefix (code_t5/decoding/copy_cache.py).
+  in the prefix (code_t5/decoding/copy_cache.py), and with its file_tokens earlier in the
+  file (the "cache" feature eval and infer give: `preprocessors.model_inputs`).
 
   `stop_at_line_end`: the loop ends once every row of the batch has written a line end (a
   causal model trained on files ends a line so, not with EOS); else at EOS or the targets'
@@ -203,7 +225,8 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   decode_dim = mtf.Dimension("decode_length", steps)
   line_end = NEWLINE_ID if stop_at_line_end else EOS_ID
   cache_options = copy_cache.copy_cache()
-  cache = _CopyCache(model, inputs, cache_options) if cache_options["weight"] else None
+  cache = _CopyCache(model, inputs, cache_options,
+                     features.get(preprocessors.CACHE)) if cache_options["weight"] else None
 
   def cond_fn(step, continuation, *states):
     del states

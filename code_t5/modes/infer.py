@@ -3,7 +3,7 @@
   complete_lines_from_file  infer_model.decode_fn
 
 Every prefix is prepared exactly as the full-line Task prepares its inputs
-(`preprocessors.prefix_inputs`): tokenize, keep the longest tail that starts a line and fits,
+(`preprocessors.model_inputs`): tokenize, keep the longest tail that starts a line and fits,
 EOS. Greedy decoding writes one completion per line; the line search (beam_search.gin) one
 JSON object per line, its top k completions and their scores, best first; the consensus line
 (consensus.gin) one JSON object per line, the line chosen and its confidence.
@@ -22,18 +22,36 @@ from code_t5.modes import json_lines
 from code_t5.vocabulary import newline_id
 
 
-def prefixes_dataset(prefixes, vocab, input_length, contexts=None):
-  """{"inputs"} of each prefix, as the full-line Task gives them to the model; with
-  `contexts`, each prefix's repository context before it (`preprocessors.with_context`)."""
+def prefixes_dataset(prefixes, vocab, input_length, contexts=None, afters=None):
+  """The model's features of each prefix, as the full-line Task gives them
+  (`preprocessors.model_inputs`), "inputs" padded; with `contexts`, each prefix's repository
+  context before it; with `afters`, the file after each prefix's line, for the copy cache."""
   line_break = newline_id(vocab)
-  if contexts is None:
-    return tf.data.Dataset.from_tensor_slices(prefixes).map(lambda prefix: {
-        "inputs": preprocessors.prefix_inputs(vocab.encode_tf(prefix), input_length,
-                                              line_break)})
-  return tf.data.Dataset.from_tensor_slices((prefixes, contexts)).map(lambda prefix, context: {
-      "inputs": preprocessors.padded(preprocessors.with_context(
-          vocab.encode_tf(context), vocab.encode_tf(prefix), input_length, line_break),
-          input_length)})
+  texts = {"prefix": prefixes, "context": contexts, "after": afters}
+  cache_tokens = preprocessors.file_cache_options()[0]
+
+  def features(text):
+    encoded = {key: vocab.encode_tf(value) for key, value in text.items()}
+    found = preprocessors.model_inputs(encoded["prefix"], input_length, line_break,
+                                       encoded.get("context"), cache_tokens,
+                                       encoded.get("after"))
+    return {**found, "inputs": preprocessors.padded(found["inputs"], input_length)}
+  return tf.data.Dataset.from_tensor_slices(
+      {key: value for key, value in texts.items() if value is not None}).map(features)
+
+
+def texts_after(input_filename, parsed):
+  """The text after each prefix's line (`json_lines.afters_of`) when the copy cache reads it
+  (code_t5.copy_cache.after_cursor); else None, and a record that carries one is an error (it
+  would go unread)."""
+  found = json_lines.afters_of(parsed, input_filename)
+  if not preprocessors.file_cache_options()[1]:
+    if any(found):
+      raise json_lines.PrefixFileError(
+          f'{input_filename}: records carry "after", which only a run with file_cache.gin and '
+          "code_t5.copy_cache.after_cursor = True reads")
+    return None
+  return found
 
 
 def repository_contexts(prefixes, input_filename, parsed=None):
@@ -70,14 +88,17 @@ def complete_lines_from_file(estimator, vocabulary, model_type, batch_size, sequ
   parsed = json_lines.read_json_lines(input_filename)  # read once: its records and their files
   prefixes = [prefix for prefix, in json_lines.records_of(parsed, input_filename)]
   contexts = repository_contexts(prefixes, input_filename, parsed)
-  # Pad the list to whole batches; the extra decodes are dropped below.
+  after = texts_after(input_filename, parsed)
+  # Pad the lists to whole batches; the extra decodes are dropped below.
   padding = [""] * (-len(prefixes) % batch_size)
+
+  def padded(texts):
+    return None if texts is None else texts + padding
 
   def input_fn(params):
     del params
-    return prefixes_dataset(prefixes + padding, mtf_utils.inputs_vocabulary(vocabulary),
-                            sequence_length["inputs"],
-                            None if contexts is None else contexts + padding).batch(
+    return prefixes_dataset(padded(prefixes), mtf_utils.inputs_vocabulary(vocabulary),
+                            sequence_length["inputs"], padded(contexts), padded(after)).batch(
                                 batch_size, drop_remainder=True)
 
   results = list(estimator.predict(input_fn, checkpoint_path=checkpoint_path))[:len(prefixes)]

@@ -7,7 +7,8 @@ matters and the context that counts is the end. Here prefixes come as JSON lines
 line per record, in order, written whole or not at all. Infer's records may also carry the
 other files of the prefix's repository, for the repository context (repository_context.gin):
 `"repository": [{"path": ..., "content": ...}, ...]`, and `"language"` (else the language of
-the first file's extension).
+the first file's extension); and the file after the cursor's line, for the copy cache
+(file_cache.gin with code_t5.copy_cache.after_cursor): `"after"`.
 """
 
 import json
@@ -78,7 +79,7 @@ def repositories_of(parsed, path, language_of_extension):
       raise PrefixFileError(f'{path}:{number}: "repository" must be a list of '
                             '{"path": "...", "content": "..."}')
     files = [(item["path"], item["content"]) for item in repository]
-    language = record.get("language")
+    language = record.get("language") if isinstance(record, dict) else None
     if language is None and files:
       extension = "." + files[0][0].rsplit(".", 1)[-1] if "." in files[0][0] else ""
       language = language_of_extension.get(extension)
@@ -89,6 +90,18 @@ def repositories_of(parsed, path, language_of_extension):
       raise PrefixFileError(f"{path}:{number}: language {language!r} is none of "
                             f"{', '.join(sorted(languages))}")
     found.append((files, language))
+  return found
+
+
+def afters_of(parsed, path):
+  """[the file after the cursor's line] of each record of `parsed` (read_json_lines' of
+  `path`): its "after" ("" without one), for the copy cache's after_cursor."""
+  found = []
+  for number, record in parsed:
+    after = record.get("after", "") if isinstance(record, dict) else ""
+    if not isinstance(after, str):
+      raise PrefixFileError(f'{path}:{number}: "after" must be a string')
+    found.append(after)
   return found
 
 

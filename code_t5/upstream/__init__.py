@@ -7,7 +7,9 @@ progress, files, ...); what replaces or wraps an upstream name lives here.
   anywhere
     model_fn.py      mesh_tensorflow.transformer.utils.tpu_estimator_model_fn, wrapped: a
                      predict_fn's extra outputs (the line search's top k and scores) join
-                     PREDICT's predictions, and so infer's results and the SavedModel's signature
+                     PREDICT's predictions, and so infer's results and the SavedModel's
+                     signature; and the copy cache's "cache" feature (file_cache.gin) joins
+                     utils._MODEL_FEATURES and the model's sequence lengths
     (install)        mesh_tensorflow.transformer.transformer.delimited_lm_inputs_mask ->
                      score.inputs_mask: a causal model's rows have no inputs (perplexity eval
                      and score count every position)
