@@ -26,6 +26,11 @@ def test_the_sequence_is_the_prefix_then_what_was_written():
                                                   tf.constant(2))
   assert sequence.numpy().tolist() == [[5, 6, 7, 8, 9, 0, 0], [3, 4, 2, 0, 0, 0, 0]]
   assert written.numpy().tolist() == [5, 4]
+  # A count per row (the file's cache joined with the window: search._joined).
+  sequence, written = copy_cache.written_sequence(prefix, tf.constant([3, 2]), continuation,
+                                                  tf.constant([3, 1]))
+  assert sequence.numpy().tolist() == [[5, 6, 7, 8, 9, 1, 0], [3, 4, 2, 0, 0, 0, 0]]
+  assert written.numpy().tolist() == [6, 3]
 
 
 @pytest.mark.parametrize("order,max_order", [(1, 1), (2, 8), (3, 4)])

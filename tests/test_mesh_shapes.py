@@ -38,9 +38,11 @@ WARM_STEPS = 100  # 30 left greedy decoding empty or one token repeated
 STEPS = 3  # compared, after the warm start
 # The largest mesh has 32 slices: each holds one sequence of the batch.
 BATCH = 32
-# The last one repeats a call: the copy cache has a run to match (HEALED_GREEDY).
+# The last two repeat a call: the copy cache has a run to match (HEALED_GREEDY), in the window
+# and, for the last, only before it (64 tokens: tiny.gin's), in the file's cache.
 PREFIXES = ["def f(x):\n    return", "class A:\n\tdef __init__(self):\n\t\tself.", "import ",
-            "    for i in range(", "total = add(first, second)\nresult = add(first"]
+            "    for i in range(", "total = add(first, second)\nresult = add(first",
+            "total = add(first, second)\n" + "x = 1\n" * 40 + "result = add(first"]
 
 
 def _devices(n):
@@ -77,10 +79,12 @@ INFER_SHAPES = ("cpu", "model:2,batch:2")
 # logits are, which `model:2` splits. (Greedy, not the line search: mtf's beam search over a
 # vocabulary split in two keeps other candidates than over one, and returns other lines.)
 # The copy cache (code_t5.copy_cache) likewise: its counts are computed whole on every slice,
-# and mixed with the step's logits gathered whole.
+# and mixed with the step's logits gathered whole; it reads the file before the window too
+# (file_cache.gin's "cache" feature, joined with the window on every slice).
 HEALED_SHAPES = ("cpu", "model:2,batch:2")
 HEALED_GREEDY = ["utils.run.predict_fn = @code_t5.greedy_decode",
-                 "code_t5.token_healing.pieces = 3", "code_t5.copy_cache.weight = 0.5"]
+                 "code_t5.token_healing.pieces = 3", "code_t5.copy_cache.weight = 0.5",
+                 "code_t5.copy_cache.file_tokens = 256"]
 TINY_RUN = ["MIXTURE_NAME = 'flcc_python_full_line'"] + TINY_MODEL + [
     f"utils.run.batch_size = ('sequences_per_batch', {BATCH})", "mesh_train_dataset_fn.seed = 7",
     "dropout_rate = 0.0", "Unitransformer.sample_autoregressive.max_steps = 8"]

@@ -56,8 +56,9 @@ def copy_cache(weight=0.0, order=2, max_order=8, file_tokens=0, after_cursor=Fal
 
 def written_sequence(prefix, prefix_length, continuation, step):
   """[rows, length + steps]: each row's prefix (the first `prefix_length` ids of its row of
-  `prefix` [rows, length]), then the first `step` ids of `continuation` [rows, steps], then
-  zeros; and how many ids each row has written, [rows]."""
+  `prefix` [rows, length]), then the first `step` ids (a scalar, or [rows]) of `continuation`
+  [rows, steps], then zeros; and how many ids each row has written, [rows]. (Greedy decoding
+  also joins the file's cache and the window with it: `search._joined`.)"""
   length, steps = tf.shape(prefix)[1], tf.shape(continuation)[1]
   positions = tf.range(length + steps)[None, :]
   in_prefix = positions < prefix_length[:, None]

@@ -138,11 +138,10 @@ def _joined(first, then):
   first = mtf.rename_dimension(first, first.shape.dims[-1].name, "file_length")
   joined_dim = mtf.Dimension("cache_source", first.shape.dims[-1].size + then.shape.dims[-1].size)
 
-  def join(first, then):
+  def join(first, then):  # static shapes throughout, as XLA (a TPU) compiles them
     rows = tf.reshape(first, [-1, first.shape[-1]]), tf.reshape(then, [-1, then.shape[-1]])
-    ragged = [tf.RaggedTensor.from_tensor(ids, lengths=tf.reduce_sum(
-        tf.cast(tf.not_equal(ids, 0), tf.int32), axis=1)) for ids in rows]
-    joined = tf.concat(ragged, axis=1).to_tensor(shape=[None, joined_dim.size])
+    lengths = [tf.reduce_sum(tf.cast(tf.not_equal(ids, 0), tf.int32), axis=1) for ids in rows]
+    joined, _ = copy_cache.written_sequence(rows[0], lengths[0], rows[1], lengths[1])
     return tf.reshape(joined, tf.concat([tf.shape(then)[:-1], [joined_dim.size]], axis=0))
   batch_dims = then.shape.dims[:-1]
   return mtf.slicewise(join, [first, then], output_shape=batch_dims + [joined_dim],
