@@ -301,12 +301,6 @@ def prefix_inputs(prefix_ids, input_length, newline_id):
 CACHE, AFTER = "cache", "after"
 
 
-def file_cache_options():
-  """(file_tokens, after_cursor) of `code_t5.copy_cache`."""
-  options = copy_cache.copy_cache()
-  return options["file_tokens"], options["after_cursor"]
-
-
 def file_cache(before_ids, after_ids, length):
   """The cache feature, `length` ids: the file's last ids before the model's window
   (`before_ids`: nearest the cursor first kept), and before them, in the room they leave, the
@@ -356,7 +350,7 @@ def truncate_inputs_at_line(dataset, sequence_length, output_features):
   line_break = vocabulary.newline_id(output_features["inputs"].vocabulary)
   input_length = sequence_length["inputs"]
   vocab = output_features["inputs"].vocabulary
-  cache_tokens = file_cache_options()[0]
+  cache_tokens = copy_cache.copy_cache()["file_tokens"]
 
   @seqio.map_over_dataset
   def truncate(example):

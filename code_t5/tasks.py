@@ -36,6 +36,7 @@ from code_t5 import progress
 from code_t5 import vocabulary
 from code_t5.data import builder as flcc_builder  # registers the `flcc` TFDS builder
 from code_t5.data import flcc
+from code_t5.decoding import copy_cache
 
 FLCC_VERSION = str(flcc_builder.Flcc.VERSION)
 
@@ -136,7 +137,7 @@ def _full_line_examples(dataset):
     dataset = preprocessors.repository_neighbours(dataset, context["group_files"],
                                                   context["max_neighbours"])
   return preprocessors.full_line_examples(
-      dataset, after_cursor=preprocessors.file_cache_options()[1], **options)
+      dataset, after_cursor=copy_cache.copy_cache()["after_cursor"], **options)
 
 
 SHARED_SUFFIX = "_" + vocabulary.SHARED

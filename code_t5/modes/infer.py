@@ -18,6 +18,7 @@ import tensorflow.compat.v1 as tf
 
 from code_t5 import preprocessors
 from code_t5.data import flcc
+from code_t5.decoding import copy_cache
 from code_t5.modes import json_lines
 from code_t5.vocabulary import newline_id
 
@@ -28,7 +29,7 @@ def prefixes_dataset(prefixes, vocab, input_length, contexts=None, afters=None):
   context before it; with `afters`, the file after each prefix's line, for the copy cache."""
   line_break = newline_id(vocab)
   texts = {"prefix": prefixes, "context": contexts, "after": afters}
-  cache_tokens = preprocessors.file_cache_options()[0]
+  cache_tokens = copy_cache.copy_cache()["file_tokens"]
 
   def features(text):
     encoded = {key: vocab.encode_tf(value) for key, value in text.items()}
@@ -45,7 +46,7 @@ def texts_after(input_filename, parsed):
   (code_t5.copy_cache.after_cursor); else None, and a record that carries one is an error (it
   would go unread)."""
   found = json_lines.afters_of(parsed, input_filename)
-  if not preprocessors.file_cache_options()[1]:
+  if not copy_cache.copy_cache()["after_cursor"]:
     if any(found):
       raise json_lines.PrefixFileError(
           f'{input_filename}: records carry "after", which only a run with file_cache.gin and '
