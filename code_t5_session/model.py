@@ -16,6 +16,19 @@ import numpy as np
 # model) held 200 MB of attention scores and activations at its peak, 128 at a time 50 MB,
 # for about the same time.
 CHUNK = 128
+# Fewer where a call's attention scores, layers x heads x tokens x positions floats, would
+# pass this: the base model then reads 64 at a time (its float32 process's peak 494 MB against
+# 514 at 128, a window's read 3-5% slower; BENCHMARKS.md, "Serving at editor speed"), the dev
+# model 128.
+SCORES_BYTES = 24 << 20
+
+
+def read_chunk(layers: int, heads: int, positions: int) -> int:
+  """Tokens a call reads: CHUNK, halved while the call's attention scores pass SCORES_BYTES."""
+  chunk = CHUNK
+  while chunk > 1 and layers * heads * chunk * positions * 4 > SCORES_BYTES:
+    chunk //= 2
+  return chunk
 
 
 class CachedModel:
@@ -39,6 +52,7 @@ class CachedModel:
     meta = json.loads(self.session.get_modelmeta().custom_metadata_map["architecture"])
     self.layers, self.heads, self.d_kv = meta["layers"], meta["heads"], meta["d_kv"]
     self.positions = meta["positions"]
+    self.chunk = read_chunk(self.layers, self.heads, self.positions)
     shape = (self.layers, self.heads, self.positions, self.d_kv)
     self.keys = np.zeros(shape, np.float32)
     self.values = np.zeros(shape, np.float32)
@@ -51,9 +65,9 @@ class CachedModel:
     self.tokens, self.logits = [], {}
 
   def _read(self, new):
-    """Reads `new` after the held tokens, at most CHUNK a call; returns the last logits."""
-    for start in range(0, len(new), CHUNK):
-      logits = self._read_chunk(new[start:start + CHUNK])
+    """Reads `new` after the held tokens, `chunk` a call at most; returns the last logits."""
+    for start in range(0, len(new), self.chunk):
+      logits = self._read_chunk(new[start:start + self.chunk])
     return logits
 
   def _read_chunk(self, new):

@@ -96,3 +96,15 @@ def test_the_copy_caches_counts_and_mixture_are_the_decodings(order, max_order):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     matched += int(counts.sum() > 0)
   assert matched > 20, "too few rows with a match to test"
+
+
+@pytest.mark.parametrize("layers, heads, positions, chunk", [
+    (4, 4, 516, 128),  # the dev model's export (models/causal_lm_dev.gin, 480 + 32 read)
+    (12, 12, 548, 64),  # the base model's
+    (48, 32, 4096, 1)])
+def test_a_call_reads_fewer_tokens_where_their_attention_scores_would_pass_the_budget(
+    layers, heads, positions, chunk):
+  from code_t5_session import model  # pylint: disable=g-import-not-at-top
+  assert model.read_chunk(layers, heads, positions) == chunk
+  if chunk > 1:
+    assert layers * heads * chunk * positions * 4 <= model.SCORES_BYTES
