@@ -286,7 +286,11 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
              "SPLIT = 'train'", f"EVAL_EXAMPLES = {EXAMPLES}", CACHE_ON, FILE_CACHE,
              f"utils.run.eval_dir_suffix = '{FILE_EVAL}'"]),
          infer("far cached", params=[f"INPUT_FILE = '{data_root / 'far_prefixes.jsonl'}'",
-                                     CACHE_ON, FILE_CACHE], run_model=shipped)]
+                                     CACHE_ON, FILE_CACHE], run_model=shipped),
+         # And the line search of width one, its beam reading the same cache.
+         infer("far searched", ["beam_search.gin"], params=[
+             f"INPUT_FILE = '{data_root / 'far_prefixes.jsonl'}'", CACHE_ON, FILE_CACHE,
+             "BEAM_SIZE = 1"], run_model=shipped)]
         if healed else []),
   ]
   proc = subprocess.run(mesh_main_runs_command(runs), cwd=REPO_ROOT, capture_output=True,
@@ -328,10 +332,12 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
           "cut cached": lines("cut cached"),
           "far cached file": lines("far cached"),
           "greedy eval cached file": predictions(f"train_eval_{FILE_EVAL}"),
-          # mesh-tf logs each feature its model function imports: in the last two runs (eval
-          # and infer with the file's cache), (the file's ids imported, the inputs imported).
+          "far searched file": top_k("far searched"),
+          # mesh-tf logs each feature its model function imports: in the last three runs (eval,
+          # greedy infer and the line search with the file's cache), (the file's ids imported,
+          # the inputs imported).
           "cache imported": [(text.count("feature cache :"), text.count("feature inputs :"))
-                             for _, text in mesh_main_runs.split_output(proc.stderr, 0)[-2:]],
+                             for _, text in mesh_main_runs.split_output(proc.stderr, 0)[-3:]],
           "SavedModel healed": saved_model_completions(healed_export_dir,
                                                        [p for p, _ in examples], 8)}
          if healed else {}),
@@ -560,9 +566,9 @@ def _typed_then_completed(session, prefix):
 
 @pytest.mark.slow
 def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, session_exports):
-  """The ONNX graph on the checkpoint's weights, reading a prefix at once and one token at a
-  time with its keys and values kept, against mesh-tf's model on the same tokens: float32,
-  at most 1e-4 apart; the 8-bit weights near them."""
+  """The ONNX graph on the checkpoint's weights, reading a prefix at once, 16 tokens a call,
+  and one token at a time with its keys and values kept, against mesh-tf's model on the same
+  tokens: float32, at most 1e-4 apart; the 8-bit weights near them."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   from code_t5_session.model import CachedModel, model_path  # pylint: disable=g-import-not-at-top
@@ -582,7 +588,9 @@ def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, sess
   for sequence, reference in zip(sequences, expected):
     model.tokens, model.logits = [], {}
     np.testing.assert_allclose(model.logits_after(sequence), reference[-1], rtol=0, atol=1e-4)
-    model.tokens, model.logits = [], {}
+    model.tokens, model.logits, model.chunk = [], {}, 16  # in calls of 16 tokens at most
+    np.testing.assert_allclose(model.logits_after(sequence), reference[-1], rtol=0, atol=1e-4)
+    model.tokens, model.logits, model.chunk = [], {}, 128
     for n in range(1, len(sequence) + 1):  # one token a call
       np.testing.assert_allclose(model.logits_after(sequence[:n]), reference[n - 1], rtol=0,
                                  atol=1e-4)
@@ -674,6 +682,18 @@ def test_eval_and_infer_read_the_file_before_the_window_as_a_session_does(
   (far, rest), (near, _) = far_prefixes()
   assert causal["far cached file"] == [rest, rest]
   assert causal["far cached file"] == [whole_file.complete(p).text for p in (far, near)]
+
+
+@pytest.mark.slow
+def test_the_line_search_reads_the_copy_cache_as_greedy_does(causal):
+  """With the copy cache on, the line search's steps mix in what followed the line's last
+  tokens earlier in the file, the file's cache too: of width one it completes a line that
+  stands only before the window, as greedy does. (Wider, this memorising model's likeliest
+  lines for a line it never saw are others: the search ranks whole lines.)"""
+  (_, rest), _ = far_prefixes()
+  searched = causal["far searched file"]
+  assert [lines for lines, _ in searched] == [[rest], [rest]]
+  assert [lines[0] for lines, _ in searched] == causal["far cached file"]
 
 
 @pytest.mark.slow

@@ -1,12 +1,12 @@
-"""A copy cache for greedy decoding: what followed the same tokens earlier in the code.
+"""A copy cache for decoding: what followed the same tokens earlier in the code.
 
 The dev model copies little from what it reads (BENCHMARKS.md, the copy probe), while copying
 the best earlier line of the file (copy-line) is as good as its completions. A cache model
 (Grave et al. 2017, "Improving neural language models with a continuous cache"; Hellendoorn &
-Devanbu 2017 for code) adds that: at each step of the line, the tokens that followed the line's
-last `order` or more tokens (of the prefix and what decoding has written) where they stood
-before in the prefix the model reads, counted at the longest run that has any; the step's
-distribution is then
+Devanbu 2017 for code) adds that: at each step of the line (greedy's, and each beam's of the
+line search), the tokens that followed the line's last `order` or more tokens (of the prefix
+and what decoding has written) where they stood before in the prefix the model reads,
+counted at the longest run that has any; the step's distribution is then
 
     (1 - weight) * p_model + weight * p_cache
 

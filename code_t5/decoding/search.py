@@ -327,6 +327,10 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   completion is the output, and whose `top_k` best, with their scores, are the predictions
   "top_k_outputs" and "top_k_scores" (infer writes them; an export returns them).
 
+  With `code_t5.copy_cache`, each beam's step reads greedy's copy cache (the window, and the
+  file's "cache" feature where eval and infer give it) over its own line so far: the scores
+  are then the mixed log-probabilities.
+
   A hypothesis ends where its line ends (a newline or EOS, one event: `line_end_logits`). The
   search ends when the best finished hypothesis of every prefix beats every open one (with
   alpha = 0 no open one can then overtake it), or after `max_steps` tokens: a short line costs
@@ -374,17 +378,24 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   batch_dims = [batch_dim, beam_dim]
   if healer:
     healer.broadcast(batch_dims)
+  cache_options = copy_cache.copy_cache()
+  cache = None
+  if cache_options["weight"]:  # greedy's cache, on each beam's line (the prefix's, broadcast)
+    file_ids = features.get(preprocessors.CACHE)
+    cache = _CopyCache(model, _beams_of(inputs, batch_dims), cache_options,
+                       None if file_ids is None else _beams_of(file_ids, batch_dims))
 
   # Room after the prefix for the continuation, then one copy of the prefix per beam (the
   # prefix pass costs beam_size times greedy's; the search steps dominate for long lines).
   sequence = mtf.pad(inputs, [0, max_steps], length_dim.name)
-  reader = _PrefixReader(model, mtf.broadcast(sequence, batch_dims + sequence.shape.dims[-1:]),
-                         variable_dtype)
+  reader = _PrefixReader(model, _beams_of(sequence, batch_dims), variable_dtype)
 
   def logits_fn(step, continuation, states):
     """Logits for sequence position len(prefix) + step, given the continuation so far."""
     logits, new_states = reader.logits(step, mtf.gather(continuation, step - 1, decode_dim),
                                        states)
+    if cache:
+      logits = cache.mixed(logits, continuation, step)
     if healer:
       logits += healer.mask(continuation, step)
     if never_end:  # as sample_autoregressive's: no EOS; a newline is a token like any other
@@ -431,6 +442,11 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
           [top_k_scores, top_k_shown], output_shape=top_k_scores.shape,
           output_dtype=tf.float32, splittable_dims=top_k_scores.shape.dims)})
   return mtf.gather(beams, mtf.constant(mesh, 0, dtype=tf.int32), beam_dim)
+
+
+def _beams_of(ids, batch_dims):
+  """[batch, length] `ids` as [batch, beam, length]: the same row for every beam."""
+  return mtf.broadcast(ids, batch_dims + ids.shape.dims[-1:])
 
 
 def line_end_as_eos(ids):
