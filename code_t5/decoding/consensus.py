@@ -3,9 +3,10 @@ agrees most with all of them (minimum Bayes risk under edit similarity).
 
 The line search (beam_search.gin) gives the k likeliest lines with their log-probabilities.
 The file gives two more, which the model, reading a window of it (and, with the copy cache,
-copying a few tokens at a time), often misses: copy-line (`copying.copy_similar_line`), the rest of the earlier
-line that best matches what is typed, and copy-next (`copying.copy_next_line`), the line
-that followed the line before the cursor where it stood before. Each line is evidence of
+copying a few tokens at a time), often misses: copy-line (`copying.copy_similar_line`), the
+rest of the earlier line that best matches what is typed, and copy-next
+(`copying.copy_next_line`), the line that followed the line before the cursor where it stood
+before. Each line is evidence of
 what the user will type: copy-line's weighted by `copy_weight`, copy-next's by
 `next_weight`, the model's lines sharing the rest by their probability (flattened by
 `temperature`). The suggestion is the candidate whose expected edit similarity

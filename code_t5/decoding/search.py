@@ -111,6 +111,12 @@ class _CopyCache:
                                         reduced_dim=inputs.shape.dims[-1])
     self.options = options
 
+  def broadcast(self, batch_dims):
+    """The cache's source, joined once per prefix, for `batch_dims` (the beams of each)."""
+    self.inputs = _beams_of(self.inputs, batch_dims)
+    self.prefix_length = mtf.broadcast(self.prefix_length, batch_dims)
+    self.batch_dims = batch_dims
+
   def mixed(self, logits, continuation, step):
     whole_vocab = mtf.Dimension("cache_vocab", self.vocab_dim.size)
 
@@ -129,6 +135,15 @@ class _CopyCache:
         output_shape=self.batch_dims + [whole_vocab], output_dtype=tf.float32,
         splittable_dims=self.batch_dims)
     return mtf.rename_dimension(mixed, whole_vocab.name, self.vocab_dim.name)
+
+
+def _copy_cache(model, inputs, features):
+  """The `_CopyCache` of `inputs` (and of the file's "cache" feature, where eval and infer
+  give it) that `code_t5.copy_cache` asks for; None at weight 0."""
+  options = copy_cache.copy_cache()
+  if not options["weight"]:
+    return None
+  return _CopyCache(model, inputs, options, features.get(preprocessors.CACHE))
 
 
 def _joined(first, then):
@@ -223,9 +238,7 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   reader = _PrefixReader(model, mtf.pad(inputs, [0, steps], length_dim.name), variable_dtype)
   decode_dim = mtf.Dimension("decode_length", steps)
   line_end = NEWLINE_ID if stop_at_line_end else EOS_ID
-  cache_options = copy_cache.copy_cache()
-  cache = _CopyCache(model, inputs, cache_options,
-                     features.get(preprocessors.CACHE)) if cache_options["weight"] else None
+  cache = _copy_cache(model, inputs, features)
 
   def cond_fn(step, continuation, *states):
     del states
@@ -378,12 +391,9 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   batch_dims = [batch_dim, beam_dim]
   if healer:
     healer.broadcast(batch_dims)
-  cache_options = copy_cache.copy_cache()
-  cache = None
-  if cache_options["weight"]:  # greedy's cache, on each beam's line (the prefix's, broadcast)
-    file_ids = features.get(preprocessors.CACHE)
-    cache = _CopyCache(model, _beams_of(inputs, batch_dims), cache_options,
-                       None if file_ids is None else _beams_of(file_ids, batch_dims))
+  cache = _copy_cache(model, inputs, features)  # greedy's, on each beam's own line
+  if cache:
+    cache.broadcast(batch_dims)
 
   # Room after the prefix for the continuation, then one copy of the prefix per beam (the
   # prefix pass costs beam_size times greedy's; the search steps dominate for long lines).
