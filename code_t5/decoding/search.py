@@ -71,7 +71,7 @@ class _Healing:
 
   def broadcast(self, batch_dims):
     """The taken-off pieces for `batch_dims` (the beams of each prefix)."""
-    self.typed = mtf.broadcast(self.typed, batch_dims + self.typed.shape.dims[-1:])
+    self.typed = _beams_of(self.typed, batch_dims)
     self.batch_dims = batch_dims
 
   def mask(self, continuation, step):
