@@ -100,9 +100,10 @@ class NgramCompleter:
     return out
 
 
-def read_as_the_run(model_dir: str) -> None:
+def read_as_the_run(model_dir: str, window_stride: int = 1) -> None:
   """Binds here what the run's model reads of a prefix (`code_t5.inputs_delimiter`, from its
-  operative_config.gin), so that `model_window` is its window."""
+  operative_config.gin; `code_t5.window_stride`, from its eval's record), so that
+  `model_window` is its window."""
   import gin  # pylint: disable=g-import-not-at-top
   from code_t5 import files, gin_config  # pylint: disable=g-import-not-at-top
   path = os.path.join(model_dir, "operative_config.gin")
@@ -110,6 +111,7 @@ def read_as_the_run(model_dir: str) -> None:
          if files.exists(path) else True)
   with gin.unlock_config():
     gin.bind_parameter("code_t5.inputs_delimiter.eos", eos)
+    gin.bind_parameter("code_t5.window_stride.tokens", window_stride)
 
 
 def model_window(prefix: str, feature, input_length: int) -> str:
@@ -219,7 +221,7 @@ def compare(model_dir: str, task_name: str, split: str = "validation") -> dict:
   if "inputs" not in lengths:
     raise ValueError(f"{model_dir}/operative_config.gin: no utils.run.sequence_length")
   input_length = lengths["inputs"]
-  read_as_the_run(model_dir)
+  read_as_the_run(model_dir, summaries.eval_window_stride(model_dir, split))
   ngram, train_files, train_tokens = fit_ngram(task_name)
   completions = {"model": model, **baseline_predictions(
       task_name, [p for p, _ in examples], input_length, ngram)}

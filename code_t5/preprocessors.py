@@ -232,17 +232,37 @@ def context_tokens(input_length):
   return retrieval.token_budget(repository_context()["max_tokens"], input_length)
 
 
-def left_truncate_at_line(tokens, max_length, newline_id):
+def left_truncate_at_line(tokens, max_length, newline_id, stride=1):
   """The longest suffix of `tokens` of at most `max_length` that starts a line.
 
   Falls back to the plain last `max_length` tokens when that window holds no line start
-  (a single line longer than the window).
+  (a single line longer than the window). With `stride`, the cut is made only at a multiple
+  of `stride` tokens from the start (then at the first line start after it): the window then
+  holds `max_length - stride` to `max_length` tokens, and keeps its start while the text
+  after it grows by up to `stride` tokens (`window_stride`).
   """
   excess = tf.maximum(tf.size(tokens) - max_length, 0)
+  excess = tf.minimum((excess + stride - 1) // stride * stride, tf.size(tokens))
   is_line_start = tf.concat([[True], tf.equal(tokens[:-1], newline_id)], axis=0)
   first_in_window = tf.where(is_line_start[excess:])[:1, 0]
   offset = tf.cast(tf.reduce_sum(first_in_window), tf.int32)  # 0 when there is none
   return tokens[excess + offset:]
+
+
+@gin.configurable(module="code_t5")
+def window_stride(tokens=1):
+  """How far apart, in tokens from the start of the file, a decoding's window may start
+  (`left_truncate_at_line`'s `stride`; decoding_lengths.gin binds it to WINDOW_STRIDE).
+
+  Why: with a stride of 1 the window of a long file moves to a later line about once per line
+  typed, and a served session (code_t5_session) must then read the whole window again, since
+  the keys and values of every token after the window's start change with it. With 128, it
+  moves once per 128 tokens typed, and the dev model's window (544 tokens,
+  models/causal_lm_dev.gin) holds 416 to 544 (BENCHMARKS.md, "A window that moves once per
+  128 tokens"). Training keeps 1 (only a decoding's files include decoding_lengths.gin): a
+  stride would only shorten its full-line examples.
+  """
+  return tokens
 
 
 @gin.configurable(module="code_t5")
@@ -267,7 +287,8 @@ def inputs_window(prefix_ids, input_length, newline_id):
   export's serving vocabulary and the baselines' `model_window` all call it, so training and
   serving read the same window.
   """
-  return left_truncate_at_line(prefix_ids, input_length - int(inputs_delimiter()), newline_id)
+  return left_truncate_at_line(prefix_ids, input_length - int(inputs_delimiter()), newline_id,
+                               window_stride())
 
 
 def delimited(window):

@@ -87,6 +87,7 @@ def decoding_settings():
   lengths = gin_config.run_parameter("sequence_length")
   return {
       "inputs_length": int(lengths["inputs"]), "targets_length": int(lengths["targets"]),
+      "window_stride": int(preprocessors.window_stride()),
       "healing_pieces": int(search.token_healing()), "copy_cache": copy_cache.copy_cache(),
       "relative_buckets": int(_query("SelfAttention.relative_attention_num_buckets", 32)),
       # What Session.set_repository retrieves by: repository_context.gin's options, when on.

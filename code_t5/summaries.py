@@ -32,6 +32,8 @@ def train_eval_record(model_dir: str):
 # The lengths an eval read, in its eval dir (written by `install`'s eval_model): a decoding can read a longer
 # window than the training's (gin_configs/decoding_lengths.gin), and copy-window reads the same.
 EVAL_LENGTHS = "sequence_length.json"
+# And where its window could start (code_t5.window_stride), beside it.
+EVAL_WINDOW_STRIDE = "window_stride.json"
 
 
 def eval_dir(model_dir: str, split: str = "validation") -> str:
@@ -45,6 +47,13 @@ def eval_lengths(model_dir: str, split: str = "validation"):
   (an eval from before the record was kept)."""
   path = os.path.join(eval_dir(model_dir, split), EVAL_LENGTHS)
   return json.loads(files.read_text(path)) if files.exists(path) else None
+
+
+def eval_window_stride(model_dir: str, split: str = "validation") -> int:
+  """code_t5.window_stride of the latest full-line eval of `split` in `model_dir` (1 for an
+  eval from before the record was kept)."""
+  path = os.path.join(eval_dir(model_dir, split), EVAL_WINDOW_STRIDE)
+  return json.loads(files.read_text(path)) if files.exists(path) else 1
 
 
 def read_scalars(event_dir: str):

@@ -18,10 +18,12 @@ import bisect
 import numpy as np
 
 
-def window(tokens, max_length: int, newline_id: int):
+def window(tokens, max_length: int, newline_id: int, stride: int = 1):
   """The longest suffix of `tokens` of at most `max_length` that starts a line; the plain last
-  `max_length` tokens when that window holds no line start."""
+  `max_length` tokens when that window holds no line start. With `stride`, cut only at a
+  multiple of `stride` tokens (then at the first line start after it)."""
   excess = max(len(tokens) - max_length, 0)
+  excess = min(-(-excess // stride) * stride, len(tokens))
   for i in range(excess, len(tokens)):
     if i == 0 or tokens[i - 1] == newline_id:
       return list(tokens[i:])

@@ -319,9 +319,11 @@ def copy_from_file(args, checked, window_completions, threads):
   completions = {"window": window_completions, "file": file_completions,
                  "file and after": after_completions}
   with open(os.path.join(args.typing, "session.json")) as f:
-    input_length = json.load(f)["inputs_length"]
+    exported = json.load(f)
+  input_length = exported["inputs_length"]
   feature = seqio.get_mixture_or_task(EVAL_TASK).output_features["inputs"]
-  baselines.read_as_the_run(args.model_dir)  # the causal model's window has no delimiter
+  # The causal model's window has no delimiter; it starts where the export's stride lets it.
+  baselines.read_as_the_run(args.model_dir, exported.get("window_stride", 1))
   windows = [baselines.model_window(p, feature, input_length) for p, _ in checked]
   prefixes = [p for p, _ in checked]
   completions.update({"copy-line": [copying.copy_similar_line(p) for p in prefixes],

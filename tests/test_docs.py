@@ -280,6 +280,9 @@ def check_eval(ws, proc):
   assert f"{EVAL_EXAMPLES} validation examples of flcc_python_full_line" in proc.stdout
   # The eval recorded the window it read, and copy-window read that one, not the training's.
   assert summaries.eval_lengths(model_dir) == EVAL_LENGTHS
+  # And where its window could start (tiny.gin's stride, 1), beside them.
+  with open(os.path.join(summaries.eval_dir(model_dir), summaries.EVAL_WINDOW_STRIDE)) as f:
+    assert json.load(f) == 1
   assert f"copy-window reads the model's {EVAL_LENGTHS['inputs']}-token window" in proc.stdout
 
 

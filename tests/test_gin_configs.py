@@ -117,17 +117,18 @@ def _sequence_length():
 
 DEV_TRAINING = {"inputs": 128, "targets": 32}
 TINY = {"inputs": 64, "targets": 16}
+DEV_DECODING = {"inputs": 544, "targets": 32}  # models/causal_lm_dev.gin's
 
 
 @pytest.mark.parametrize("files, params, lengths", [
     (["models/causal_lm_dev.gin"], [], DEV_TRAINING),
     (["models/causal_lm_dev.gin", "train_and_eval.gin"], [], DEV_TRAINING),
     (["models/causal_lm_dev.gin", "perplexity_eval.gin"], [], DEV_TRAINING),
-    (["models/causal_lm_dev.gin", "eval_full_line.gin"], [], {"inputs": 480, "targets": 32}),
+    (["models/causal_lm_dev.gin", "eval_full_line.gin"], [], DEV_DECODING),
     (["models/causal_lm_dev.gin", "infer_full_line.gin", "beam_search.gin"], [],
-     {"inputs": 480, "targets": 32}),
-    (["models/causal_lm_dev.gin", "score.gin"], [], {"inputs": 480, "targets": 32}),
-    (["models/causal_lm_dev.gin", "export.gin"], [], {"inputs": 480, "targets": 32}),
+     DEV_DECODING),
+    (["models/causal_lm_dev.gin", "score.gin"], [], DEV_DECODING),
+    (["models/causal_lm_dev.gin", "export.gin"], [], DEV_DECODING),
     (["models/shared-prefix_lm_dev.gin", "eval_full_line.gin"], [], DEV_TRAINING),
     (["models/shared-prefix_lm.gin", "export.gin"], [], {"inputs": 512, "targets": 128}),
     # tiny.gin before the mode file (as the docs' tests place it) and after it.
@@ -141,13 +142,31 @@ TINY = {"inputs": 64, "targets": 16}
 ])
 def test_training_reads_its_window_and_decoding_the_models_own(files, params, lengths):
   """Eval, infer, score and export read DECODING_LENGTHS (decoding_lengths.gin): the causal
-  dev model's 480 input tokens, the training's elsewhere; training, perplexity eval and
+  dev model's 544 input tokens, the training's elsewhere; training, perplexity eval and
   train-and-eval's evals the training's; a later binding wins. The benches' reading of the
   same files (benchlib.launch_lengths, the serving bench's window) agrees with gin's."""
   import benchlib  # pylint: disable=g-import-not-at-top
   _parse(*files, bindings=params)
   assert _sequence_length() == lengths
   assert benchlib.launch_lengths(files, params) == lengths
+
+
+@pytest.mark.parametrize("files, params, stride", [
+    (["models/causal_lm_dev.gin"], [], 1),
+    (["models/causal_lm_dev.gin", "train_and_eval.gin"], [], 1),
+    (["models/causal_lm_dev.gin", "eval_full_line.gin"], [], 128),
+    (["models/causal_lm_dev.gin", "export.gin"], [], 128),
+    (["models/shared-prefix_lm.gin", "export.gin"], [], 1),
+    (["models/causal_lm_dev.gin", "eval_full_line.gin"], ["include 'models/tiny.gin'"], 1),
+    (["models/causal_lm_dev.gin", "infer_full_line.gin"], ["WINDOW_STRIDE = 64"], 64),
+])
+def test_a_decodings_window_starts_where_the_model_file_lets_it(files, params, stride):
+  """code_t5.window_stride: the dev model's decodings start the window every 128 tokens
+  (WINDOW_STRIDE, decoding_lengths.gin's binding); training and the other models at any line
+  start; tiny.gin's window too; a later binding wins."""
+  from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
+  _parse(*files, bindings=params)
+  assert preprocessors.window_stride() == stride
 
 
 def test_mode_files_resolve_from_any_working_directory_without_a_location_prefix(

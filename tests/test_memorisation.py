@@ -148,6 +148,9 @@ FILE_EVAL = "file_cache"
 CACHE_ON = "code_t5.copy_cache.weight = 0.5"  # models/causal.gin's (CAUSAL turns it off)
 CONTEXT_ON = "code_t5.repository_context.enabled = True"  # repository_context.gin's
 FILE_CACHE = "code_t5.copy_cache.file_tokens = 512"  # the copy cache reads the file too
+# The window may start only every 16 tokens (code_t5.window_stride; tiny.gin's 1): of the
+# 64-token window, 48 to 64 are read.
+STRIDE = "WINDOW_STRIDE = 16"
 # A line that stands only before the model's window (64 tokens: tiny.gin's), started again: the
 # window's copy cache has nothing to copy it from, the file's has.
 FAR_LINE = "zq_frob = wibble_count + 7"
@@ -278,6 +281,8 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
          # With the copy cache models/causal.gin ships (the session holds to it too).
          infer("cut cached", params=[f"INPUT_FILE = '{data_root / 'cut_prefixes.jsonl'}'",
                                      CACHE_ON], run_model=shipped),
+         infer("cut strided", params=[f"INPUT_FILE = '{data_root / 'cut_prefixes.jsonl'}'",
+                                      CACHE_ON, STRIDE], run_model=shipped),
          mesh_main_command(model_dir, data_dir, model_files + ["export.gin"],
                            shipped + [f"EXPORT_PATH = '{healed_export_dir}'"]),
          # With the copy cache reading the file before the window too: eval (in a dir of its
@@ -330,6 +335,7 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=MODEL_FILES,
       **({"greedy healed": lines("greedy healed"),
           "cut healed": lines("cut healed"), "cut plain": lines("cut plain"),
           "cut cached": lines("cut cached"),
+          "cut strided": lines("cut strided"),
           "far cached file": lines("far cached"),
           "greedy eval cached file": predictions(f"train_eval_{FILE_EVAL}"),
           "far searched file": top_k("far searched"),
@@ -538,17 +544,19 @@ def session_exports(causal, tmp_path_factory):
   """The causal model exported for editor sessions (python -m code_t5.session_export) as
   infer's healed runs decode: without the copy cache (CAUSAL's) and with it (the shipped
   models/causal.gin's), the latter with repository_context.gin's switch on (it reads a
-  repository's lines where the editor gives it one)."""
+  repository's lines where the editor gives it one); and with the cache and a window that
+  starts only every 16 tokens."""
   root = tmp_path_factory.mktemp("session")
   exports = {}
-  for name, params in (("healed", []), ("cached", [CACHE_ON, CONTEXT_ON])):
+  for name, params in (("healed", []), ("cached", [CACHE_ON, CONTEXT_ON]),
+                       ("strided", [CACHE_ON, STRIDE])):
     exports[name] = str(root / name)
     proc = subprocess.run(
         [PYTHON, "-m", "code_t5.session_export", f"--model_dir={causal['model_dir']}",
          f"--t5_tfds_data_dir={causal['data_dir']}", f"--export_dir={exports[name]}",
          *[f"--gin_file={f}" for f in CAUSAL_FILES],
          *[f"--gin_param={p}" for p in [*CAUSAL, f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'", *params]],
-         *(["--no_int8"] if name == "cached" else [])],
+         *(["--no_int8"] if name != "healed" else [])],
         cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
     assert proc.returncode == 0, proc.stderr[-3000:]
   return exports
@@ -604,19 +612,26 @@ def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, sess
 @pytest.mark.slow
 @pytest.mark.parametrize("export,prefixes,infer", [
     ("healed", "examples", "greedy healed"), ("healed", "cuts", "cut healed"),
-    ("cached", "cuts", "cut cached")])
+    ("cached", "cuts", "cut cached"), ("strided", "cuts", "cut strided")])
 def test_a_typed_session_completes_as_infer_and_the_saved_model(
     causal, memorise_data, session_exports, export, prefixes, infer):
   """Each prefix's line typed one character at a time in one session (its state reused from
   keystroke to keystroke, and across prefixes where they share code), then completed: what
   infer (and the SavedModel, which completes as infer does) writes, healed, with the copy
-  cache and without."""
+  cache and without, and with a window stride (the session's window is then not the
+  stride-less one for some prefixes)."""
   from code_t5_session import Session  # pylint: disable=g-import-not-at-top
   session = Session(session_exports[export], threads=1)
   texts = ([p for p, _ in memorise_data[2]] if prefixes == "examples"
            else [p for p, _ in cuts_inside_words()])
   completions = [_typed_then_completed(session, prefix) for prefix in texts]
   assert [c.text for c in completions] == causal[infer]
+  if export == "strided":
+    from code_t5_session import decoding  # pylint: disable=g-import-not-at-top
+    strideless = [decoding.window(session.processor.encode(p), 64, session.config["newline_id"])
+                  for p in texts]
+    assert session.config["window_stride"] == 16
+    assert sum(session.window(p) != w for p, w in zip(texts, strideless)) >= len(texts) // 4
   # The state reused where it could be: this model's window is 64 tokens (tiny.gin's), so
   # most keystrokes move its start to a later line start, and the whole window is new.
   assert sum(c.prefix_read for c in completions) < sum(len(session.window(p)) for p in texts)

@@ -97,6 +97,22 @@ def test_left_truncate_at_line(tokens, max_length, expected):
   assert result.numpy().tolist() == expected
 
 
+@pytest.mark.parametrize("tokens, expected", [
+    ([5, 3, 6, 3, 7, 8], [5, 3, 6, 3, 7, 8]),  # fits: unchanged
+    ([5, 3, 6, 3, 7, 8, 3], [6, 3, 7, 8, 3]),  # 1 over: cut at 2, where a line starts
+    ([5, 3, 6, 3, 7, 8, 3, 9], [6, 3, 7, 8, 3, 9]),  # 2 over: the same start
+    ([5, 3, 6, 3, 7, 8, 3, 9, 4], [7, 8, 3, 9, 4]),  # 3 over: cut at 4, a line start
+    ([5, 3, 6, 3, 7, 8, 3, 9, 4, 4], [7, 8, 3, 9, 4, 4]),  # 4 over: the same start
+    ([5, 3, 6, 3, 7, 8, 3, 9, 4, 4, 4], [9, 4, 4, 4]),  # 5 over: from 6, the next line's start
+    ([5, 6, 7, 8, 9, 9, 9, 9, 9], [9, 9, 9, 9, 9]),  # no line start: the plain cut at 4
+])
+def test_left_truncate_at_line_with_a_stride(tokens, expected):
+  """Cut only at a multiple of the stride (2), then at the first line start after it: the
+  window keeps its start while the text after it grows by up to the stride."""
+  result = preprocessors.left_truncate_at_line(tf.constant(tokens, tf.int32), 6, 3, stride=2)
+  assert result.numpy().tolist() == expected
+
+
 def test_cut_at_newline():
   assert preprocessors.cut_at_newline("return x\n    y = 2") == "return x"
   assert preprocessors.cut_at_newline("a = 1\r\nb") == "a = 1"

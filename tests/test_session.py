@@ -30,10 +30,11 @@ def test_the_window_is_the_tasks(processor):
   long_line = [7] * 40  # a line longer than the window: the plain last tokens
   for tokens in (ids, long_line, ids[:60] + long_line):
     for length in (1, 2, 7, 16, 33, 64):
-      for end in range(0, len(tokens), 5):
-        expected = preprocessors.left_truncate_at_line(tf.constant(tokens[:end], tf.int32),
-                                                       length, NEWLINE_ID).numpy().tolist()
-        assert decoding.window(tokens[:end], length, NEWLINE_ID) == expected
+      for stride in {1, 4, length}:  # where the window may start (code_t5.window_stride)
+        for end in range(0, len(tokens), 5):
+          expected = preprocessors.left_truncate_at_line(
+              tf.constant(tokens[:end], tf.int32), length, NEWLINE_ID, stride).numpy().tolist()
+          assert decoding.window(tokens[:end], length, NEWLINE_ID, stride) == expected
 
 
 def test_back_off_takes_what_healing_takes(processor, tables, prefixes):
@@ -99,7 +100,7 @@ def test_the_copy_caches_counts_and_mixture_are_the_decodings(order, max_order):
 
 
 @pytest.mark.parametrize("layers, heads, positions, chunk", [
-    (4, 4, 516, 128),  # the dev model's export (models/causal_lm_dev.gin, 480 + 32 read)
+    (4, 4, 580, 128),  # the dev model's export (models/causal_lm_dev.gin, 544 + 32 read)
     (12, 12, 548, 64),  # the base model's
     (48, 32, 4096, 1)])
 def test_a_call_reads_fewer_tokens_where_their_attention_scores_would_pass_the_budget(

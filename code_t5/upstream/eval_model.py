@@ -7,6 +7,7 @@ import json
 import os
 
 from code_t5 import files
+from code_t5 import preprocessors
 from code_t5 import summaries
 from code_t5.upstream import wrapping
 
@@ -19,6 +20,8 @@ def _recording_lengths(eval_model):
         written_to += f"_{kwargs['eval_dir_suffix']}"
       files.write_atomically(os.path.join(written_to, summaries.EVAL_LENGTHS),
                              json.dumps(sequence_length))
+      files.write_atomically(os.path.join(written_to, summaries.EVAL_WINDOW_STRIDE),
+                             json.dumps(preprocessors.window_stride()))
     return eval_model(estimator, vocabulary, sequence_length, batch_size, dataset_split,
                       model_dir, eval_dataset_fn, eval_summary_dir, *args, **kwargs)
   return recorded
