@@ -42,18 +42,23 @@ def eval_dir(model_dir: str, split: str = "validation") -> str:
   return os.path.join(model_dir, f"{split}_eval")
 
 
+def _eval_record(model_dir: str, split: str, name: str, default):
+  """The JSON record `name` that the latest eval of `split` wrote beside its outputs, or
+  `default` for an eval from before that record was kept."""
+  path = os.path.join(eval_dir(model_dir, split), name)
+  return json.loads(files.read_text(path)) if files.exists(path) else default
+
+
 def eval_lengths(model_dir: str, split: str = "validation"):
   """utils.run.sequence_length of the latest full-line eval of `split` in `model_dir`, or None
   (an eval from before the record was kept)."""
-  path = os.path.join(eval_dir(model_dir, split), EVAL_LENGTHS)
-  return json.loads(files.read_text(path)) if files.exists(path) else None
+  return _eval_record(model_dir, split, EVAL_LENGTHS, None)
 
 
 def eval_window_stride(model_dir: str, split: str = "validation") -> int:
-  """code_t5.window_stride of the latest full-line eval of `split` in `model_dir` (1 for an
-  eval from before the record was kept)."""
-  path = os.path.join(eval_dir(model_dir, split), EVAL_WINDOW_STRIDE)
-  return json.loads(files.read_text(path)) if files.exists(path) else 1
+  """code_t5.window_stride of the latest full-line eval of `split` in `model_dir` (1, any line
+  start, for an eval from before the record was kept)."""
+  return _eval_record(model_dir, split, EVAL_WINDOW_STRIDE, 1)
 
 
 def read_scalars(event_dir: str):
