@@ -99,17 +99,7 @@ def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False,
   cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files],
                           [f"MIXTURE_NAME = '{mixture}'", f"run.train_steps = {steps}",
                            *gin_params])
-  log_path = os.path.join(model_dir, "train.log")
-  with open(log_path, "a" if resume else "w") as log:
-    # code_t5's progress lines (stderr, "code_t5: ...") are shown; the rest goes to the log.
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.PIPE, text=True,
-                            env=QUIET_TF)
-    for line in proc.stderr:
-      log.write(line)
-      if line.startswith("code_t5: "):
-        print(" ", line, end="", file=sys.stderr, flush=True)
-    if proc.wait():
-      sys.exit(f"bench_learning: training failed (code {proc.returncode}); see {log_path}")
+  run_logged(cmd, os.path.join(model_dir, "train.log"), "training", append=resume)
   parts[-1].update(to_step=last_checkpoint_step(model_dir), wall_s=time.time() - start)
   with open(times_path, "w") as f:
     json.dump(parts, f, indent=1)
@@ -137,13 +127,20 @@ def recorded_training(parts):
   return parts[-1]["to_step"], sum(part["wall_s"] for part in parts)
 
 
-def run_logged(cmd, log_path, what):
-  """Runs a mesh_transformer_main command with its output in `log_path`; a failure ends the
-  bench with one line naming `what` and the log."""
-  with open(log_path, "w") as log:
-    if subprocess.run(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                      env=QUIET_TF).returncode:
-      sys.exit(f"bench_learning: {what} failed; see {log_path}")
+def run_logged(cmd, log_path, what, append=False):
+  """Runs a mesh_transformer_main command with its output in `log_path` and code_t5's progress
+  lines (stderr, "code_t5: ...": training's steps, decoding's examples) shown as they come, so
+  a line search of half an hour is not silent; a failure ends the bench with one line naming
+  `what` and the log."""
+  with open(log_path, "a" if append else "w") as log:
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.PIPE, text=True,
+                            env=QUIET_TF)
+    for line in proc.stderr:
+      log.write(line)
+      if line.startswith("code_t5: "):
+        print(" ", line, end="", file=sys.stderr, flush=True)
+    if proc.wait():
+      sys.exit(f"bench_learning: {what} failed (code {proc.returncode}); see {log_path}")
 
 
 def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_steps,

@@ -5,6 +5,7 @@ bench's GPT peer built to the shape of the model it is compared with."""
 import builtins
 import io
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -94,3 +95,23 @@ def test_the_peer_is_built_to_the_models_shape():
   assert bench_learning.peer_shape(gin_files=["models/tiny.gin"]) == {
       "d_model": 32, "num_layers": 1, "d_ff": 64, "num_heads": 2}
   assert bench_learning.peer_shape(gin_params=["num_layers = 6"])["num_layers"] == 6
+
+
+def test_a_long_launch_shows_its_progress_and_keeps_its_log(tmp_path, capsys):
+  # The line search and the evals run as child launches for up to 40 minutes: their
+  # "code_t5: ..." progress lines reach the bench's stderr as they come, the rest only the log.
+  child = ("import sys; print('TF noise', file=sys.stderr); "
+           "print('code_t5: decoded 8 examples (0.3/s)', file=sys.stderr, flush=True); "
+           "print('stdout line'); sys.exit({code})")
+  log = tmp_path / "line_search.log"
+  bench_learning.run_logged([sys.executable, "-c", child.format(code=0)], str(log),
+                            "the line search")
+  assert capsys.readouterr().err == "  code_t5: decoded 8 examples (0.3/s)\n"
+  assert {"TF noise", "code_t5: decoded 8 examples (0.3/s)", "stdout line"} == set(
+      log.read_text().splitlines())
+  # A failure: one line naming what failed and the log; an appended log keeps what it had.
+  with pytest.raises(SystemExit) as failed:
+    bench_learning.run_logged([sys.executable, "-c", child.format(code=3)], str(log),
+                              "the line search", append=True)
+  assert str(failed.value) == f"bench_learning: the line search failed (code 3); see {log}"
+  assert log.read_text().count("stdout line") == 2
