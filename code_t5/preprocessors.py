@@ -175,8 +175,9 @@ def repository_context(enabled=False, max_tokens=64, max_neighbours=16, group_fi
 def check_no_repository_context(reader: str) -> None:
   """A ValueError when repository_context.gin is on for `reader`, which reads no context."""
   if repository_context()["enabled"]:
-    raise ValueError(f"{reader} reads no repository context: leave out repository_context.gin "
-                     "(eval, infer and code_t5_session read it)")
+    raise ValueError(f"{reader} reads no repository context: leave "
+                     "code_t5.repository_context.enabled = False, as score.gin and export.gin "
+                     "set it (eval, infer and code_t5_session read the context)")
 
 
 def repository_neighbours(dataset, group_files=4096, max_neighbours=16):

@@ -18,8 +18,10 @@ writes to --export_dir:
                    healing pieces' texts: what `code_t5_session.Session` decodes with;
                    written last, so an export stopped half-way has none and is not taken
 
-The served model is the causal model (models/causal.gin) with T5's shared relative position
-bias; another configuration stops in one line that says what the session cannot serve.
+The served model is the causal model (models/causal.gin) with T5's relative position bias,
+one table shared by all layers (causal.gin's) or one per layer
+(transformer_layers.SelfAttention.relative_attention_type = "bias"); another configuration
+stops in one line that says what the session cannot serve.
 """
 
 import argparse
@@ -30,6 +32,7 @@ import tempfile
 
 import numpy as np
 
+from code_t5.upstream import launch_checks
 from code_t5_session import graph as session_graph
 from code_t5_session import model as session_model
 from code_t5_session import session as session_lib
@@ -64,6 +67,9 @@ def _query(name, default):
     return default
 
 
+RELATIVE_ATTENTION = launch_checks.RELATIVE_ATTENTION
+
+
 def decoding_settings():
   """The settings of greedy decoding under the parsed gin config, as code_t5.greedy_decode
   reads them; an ExportError where the session decodes otherwise."""
@@ -72,17 +78,18 @@ def decoding_settings():
   if preprocessors.inputs_delimiter():
     raise ExportError("the session serves the causal model (models/causal.gin, which reads "
                       "no delimiter); these gin files configure the prefix LM")
-  # {binding: (what the graph computes, its value where no gin file binds it)}
+  # {binding: (the values the graph computes, its value where no gin file binds it)}
   checks = {
-      "transformer_layers.SelfAttention.relative_attention_type": ("bias_shared", None),
-      "Unitransformer.positional_embedding": (False, None),
-      "Unitransformer.shared_embedding_and_softmax_weights": (True, None),
-      "DenseReluDense.activation": ("relu", "relu"),
+      RELATIVE_ATTENTION: (("bias_shared", "bias"), None),
+      "Unitransformer.positional_embedding": ((False,), None),
+      "Unitransformer.shared_embedding_and_softmax_weights": ((True,), None),
+      "DenseReluDense.activation": (("relu",), "relu"),
   }
   for name, (expected, default) in checks.items():
     value = _query(name, default)
-    if value != expected:
-      raise ExportError(f"the session serves models with {name} = {expected!r}; "
+    if value not in expected:
+      served = " or ".join(repr(e) for e in expected)
+      raise ExportError(f"the session serves models with {name} = {served}; "
                         f"these gin files set {value!r}")
   lengths = gin_config.run_parameter("sequence_length")
   return {
@@ -90,6 +97,8 @@ def decoding_settings():
       "window_stride": int(preprocessors.window_stride()),
       "healing_pieces": int(search.token_healing()), "copy_cache": copy_cache.copy_cache(),
       "relative_buckets": int(_query("SelfAttention.relative_attention_num_buckets", 32)),
+      # "bias": a table per layer, "bias_shared": one for all (what the checkpoint holds).
+      "relative_bias": _query(RELATIVE_ATTENTION, None),
       # What Session.set_repository retrieves by: repository_context.gin's options, when on.
       "repository_context": (preprocessors.repository_context()
                              if preprocessors.repository_context()["enabled"] else None),
@@ -97,8 +106,9 @@ def decoding_settings():
 
 
 def relative_bias_by_distance(table: np.ndarray, buckets: int, distances: int) -> np.ndarray:
-  """[heads, distances + 1]: the bias of a key d positions before its query, by mesh-tf's own
-  bucket function (causal: no later key is read)."""
+  """[..., heads, distances + 1] of `table` [..., heads, buckets] (one layer's, or every
+  layer's stacked): the bias of a key d positions before its query, by mesh-tf's own bucket
+  function (causal: no later key is read)."""
   import mesh_tensorflow as mtf  # pylint: disable=g-import-not-at-top
   from mesh_tensorflow.transformer import transformer_layers  # pylint: disable=g-import-not-at-top
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
@@ -115,11 +125,12 @@ def relative_bias_by_distance(table: np.ndarray, buckets: int, distances: int) -
     result = lowering.export_to_tf_tensor(bucket)
     with tf.Session(graph=graph) as sess:
       ids = sess.run(result)
-  return table[:, ids]
+  return table[..., ids]
 
 
-def checkpoint_weights(checkpoint: str):
-  """(Architecture, {name: float32 array}) of a mesh-tf checkpoint of the causal model."""
+def checkpoint_weights(checkpoint: str, bias_per_layer: bool = False):
+  """(Architecture, {name: float32 array}) of a mesh-tf checkpoint of the causal model; with
+  `bias_per_layer`, each layer's relative position bias table besides block_000's."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   reader = tf.train.load_checkpoint(checkpoint)
   shapes = reader.get_variable_to_shape_map()
@@ -128,6 +139,8 @@ def checkpoint_weights(checkpoint: str):
     layers += 1
   names = [session_graph.EMBEDDING, session_graph.FINAL_NORM, session_graph.RELATIVE_BIAS]
   names += [n for layer in range(layers) for n in session_graph.weight_names(layer).values()]
+  if bias_per_layer:
+    names += [session_graph.relative_bias_name(layer) for layer in range(1, layers)]
   missing = [n for n in names if n not in shapes]
   if not layers or missing:
     raise ExportError(f"{checkpoint}: not a checkpoint of the causal model the session serves "
@@ -164,12 +177,18 @@ def export(model_dir: str, export_dir: str, checkpoint_step: int = -1, int8: boo
   from code_t5.vocabulary import EOS_ID, NEWLINE_ID  # pylint: disable=g-import-not-at-top
   settings = decoding_settings()
   checkpoint = files.chosen_checkpoint(checkpoint_step, model_dir)
-  arch, weights = checkpoint_weights(checkpoint)
+  problem = launch_checks.relative_bias_mismatch(checkpoint, settings["relative_bias"])
+  if problem:
+    raise ExportError(problem)
+  per_layer = settings["relative_bias"] == "bias"
+  arch, weights = checkpoint_weights(checkpoint, bias_per_layer=per_layer)
   # The model's input sequence: 0, the window, and what decoding writes (healing's pieces too).
   positions = (1 + settings["inputs_length"] + settings["targets_length"]
                + settings["healing_pieces"])
-  bias = relative_bias_by_distance(weights[session_graph.RELATIVE_BIAS],
-                                   settings["relative_buckets"], positions)
+  tables = (np.stack([weights[session_graph.relative_bias_name(layer)]
+                      for layer in range(arch.layers)])
+            if per_layer else weights[session_graph.RELATIVE_BIAS])
+  bias = relative_bias_by_distance(tables, settings["relative_buckets"], positions)
   model = session_graph.build(arch, weights, bias, positions)
   for key, value in session_model.architecture_metadata(arch, positions).items():
     entry = model.metadata_props.add()

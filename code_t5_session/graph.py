@@ -19,7 +19,8 @@ and transformer_layers.py):
 
   x = embedding[ids]                                   no positional embedding
   per layer:  x += o(attention(rms_norm(x)))           T5's relative position bias, one
-              x += wo(relu(wi(rms_norm(x))))             table shared by all layers, causal
+              x += wo(relu(wi(rms_norm(x))))             table shared by all layers or one
+                                                         per layer, causal
   logits = embedding @ (rms_norm(x) * d_model ** -0.5) the embedding shared with the softmax
 
 Attention logits are q . k unscaled (mesh-tf folds the scale into q's initialization); the
@@ -69,10 +70,18 @@ FINAL_NORM = "transformer/rms_norm/scale"
 RELATIVE_BIAS = "transformer/block_000/layer_000/SelfAttention/relative_attention_bias"
 
 
+def relative_bias_name(layer: int) -> str:
+  """mesh-tf's checkpoint name of one layer's relative position bias table [heads, buckets]
+  (relative_attention_type = "bias"); the shared table ("bias_shared") is block_000's,
+  RELATIVE_BIAS."""
+  return f"transformer/block_{layer:03d}/layer_000/SelfAttention/relative_attention_bias"
+
+
 def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, positions: int):
   """The ONNX ModelProto of a model: `weights` by mesh-tf's checkpoint names (float32 arrays),
-  `bias_by_distance` [heads, D + 1]: the bias of a key d positions back, d = 0 .. D (every
-  distance past D has D's bucket); `positions`: the slots of the caller's key/value buffers."""
+  `bias_by_distance` [heads, D + 1] (one table for all layers) or [layers, heads, D + 1] (one
+  per layer): the bias of a key d positions back, d = 0 .. D (every distance past D has D's
+  bucket); `positions`: the slots of the caller's key/value buffers."""
   from onnx import TensorProto, helper, numpy_helper  # pylint: disable=g-import-not-at-top
 
   nodes, initializers = [], []
@@ -133,12 +142,17 @@ def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, posit
   key_positions = node("Range", [zero, end, one])
   distance = node("Sub", [node("Unsqueeze", [query_positions, ints(1)]),
                           node("Unsqueeze", [key_positions, ints(0)])])  # [T, P + T]
-  table = const("bias_by_distance", bias_by_distance.astype(np.float32))
-  clipped = node("Clip", [distance, zero, const("dmax", np.array(bias_by_distance.shape[1] - 1,
+  tables = np.asarray(bias_by_distance, np.float32)
+  tables = tables[None] if tables.ndim == 2 else tables  # [1 or layers, heads, D + 1]
+  if tables.shape[0] not in (1, arch.layers):
+    raise ValueError(f"bias tables for {tables.shape[0]} layers, the model has {arch.layers}")
+  clipped = node("Clip", [distance, zero, const("dmax", np.array(tables.shape[2] - 1,
                                                                    np.int64))])
   mask = node("Where", [node("Less", [distance, zero]), const("neg", np.float32(-1e9)),
                         const("fzero", np.float32(0.0))])
-  bias = node("Add", [node("Gather", [table, clipped], axis=1), mask])
+  # One bias per table: a shared table's is gathered once for every layer.
+  biases = [node("Add", [node("Gather", [const("bias_by_distance", table), clipped], axis=1),
+                         mask]) for table in tables]
   held_end = node("Unsqueeze", ["past_length", ints(0)])
   # Zeros for the empty slots' probabilities: [0, 0, 0, 0, 0, slots - P]
   empty_pads = node("Concat", [ints(0, 0, 0, 0, 0), node("Sub", [ints(positions), held_end])],
@@ -161,7 +175,7 @@ def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, posit
         ints(0), held_end, ints(2)])  # [heads, T, P]
     scores = node("Concat", [held_scores, node("MatMul", [
         q, node("Transpose", [new_key], perm=[0, 2, 1])])], axis=-1)
-    probs = node("Softmax", [node("Add", [scores, bias])], axis=-1)
+    probs = node("Softmax", [node("Add", [scores, biases[layer % len(biases)]])], axis=-1)
     held_probs = node("Pad", [node("Slice", [probs, ints(0), held_end, ints(2)]), empty_pads])
     new_probs = node("Slice", [probs, held_end, ints(np.iinfo(np.int64).max), ints(2)])
     attended = node("Add", [node("MatMul", [held_probs, f"past_value_{layer}"]),

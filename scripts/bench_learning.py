@@ -272,8 +272,8 @@ def induction_probe(model_dir, data_dir, steps, vocabulary, gin_files=(), gin_pa
   output = os.path.join(model_dir, "induction_scores")
   for stale in glob.glob(f"{output}-*"):  # an earlier probe's, perhaps of other checkpoints
     os.remove(stale)
-  # The probe's calls have no repository: score reads none (repository_context.gin's switch,
-  # where a run sets it, is off for the probe).
+  # The probe's calls have no repository: score reads none (score.gin turns the context off,
+  # and so does the last gin param, after any of the run's that turns it on).
   cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "score.gin"],
                           [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
                            "code_t5.repository_context.enabled = False",

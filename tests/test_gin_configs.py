@@ -108,6 +108,25 @@ def test_the_dev_model_decodes_with_the_copy_cache_and_its_peer_too():
       3, copy_cache.copy_cache(weight=0.0))
 
 
+@pytest.mark.parametrize("mode_files,reads_context", [
+    ([], True), (["eval_full_line.gin"], True), (["infer_full_line.gin", "consensus.gin"], True),
+    (["score.gin"], False), (["export.gin"], False), (["perplexity_eval.gin"], True)])
+def test_the_dev_model_reads_repository_context_with_a_bias_per_layer(mode_files,
+                                                                      reads_context):
+  """models/causal_lm_dev.gin trains and decodes with repository context and a relative bias
+  table per layer; score and the SavedModel export, which read no context, turn it off, and
+  the prefix LM's dev file has neither."""
+  from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
+  _parse("models/causal_lm_dev.gin", *mode_files)
+  assert preprocessors.repository_context()["enabled"] is reads_context
+  assert gin.query_parameter(
+      "transformer_layers.SelfAttention.relative_attention_type") == "bias"
+  _parse("models/shared-prefix_lm_dev.gin", *mode_files)
+  assert preprocessors.repository_context()["enabled"] is False
+  assert gin.query_parameter(
+      "transformer_layers.SelfAttention.relative_attention_type") == "bias_shared"
+
+
 def _sequence_length():
   value = gin.query_parameter("utils.run.sequence_length")
   if isinstance(value, gin.config.ConfigurableReference):  # %DECODING_LENGTHS

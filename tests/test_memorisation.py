@@ -574,6 +574,18 @@ def _typed_then_completed(session, prefix):
   return session.complete(prefix)
 
 
+def _mesh_tf_logits(checkpoint, data_dir, params, sequences):
+  """mesh-tf's logits [positions, vocab] of each sequence (tests/mesh_tf_logits.py) under the
+  causal model's files and `params`."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  proc = subprocess.run(
+      [PYTHON, os.path.join(REPO_ROOT, "tests", "mesh_tf_logits.py"), checkpoint, data_dir,
+       json.dumps(CAUSAL_FILES), json.dumps([*params, f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'"])],
+      input=json.dumps(sequences), cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return [np.array(logits, np.float32) for logits in json.loads(proc.stdout.splitlines()[-1])]
+
+
 @pytest.mark.slow
 def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, session_exports):
   """The ONNX graph on the checkpoint's weights, reading a prefix at once, 16 tokens a call,
@@ -587,13 +599,7 @@ def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, sess
     checkpoint = json.load(f)["checkpoint"]
   processor = spm.SentencePieceProcessor(model_file=os.path.join(export, "spm.model"))
   sequences = [[0] + processor.encode(prefix)[-40:] for prefix, _ in memorise_data[2][5:8]]
-  proc = subprocess.run(
-      [PYTHON, os.path.join(REPO_ROOT, "tests", "mesh_tf_logits.py"), checkpoint,
-       causal["data_dir"], json.dumps(CAUSAL_FILES),
-       json.dumps([*CAUSAL, f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'"])],
-      input=json.dumps(sequences), cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  expected = [np.array(logits, np.float32) for logits in json.loads(proc.stdout.splitlines()[-1])]
+  expected = _mesh_tf_logits(checkpoint, causal["data_dir"], CAUSAL, sequences)
   model, int8 = CachedModel(model_path(export), 1), CachedModel(model_path(export, "int8"), 1)
   for sequence, reference in zip(sequences, expected):
     model.tokens, model.logits = [], {}
@@ -609,6 +615,75 @@ def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, sess
   def size(path):  # the graph and its weights beside it (ONNX's external data)
     return os.path.getsize(path) + os.path.getsize(path + ".data")
   assert size(model_path(export, "int8")) < 0.4 * size(model_path(export))
+
+
+BIAS_PER_LAYER = 'transformer_layers.SelfAttention.relative_attention_type = "bias"'
+
+
+@pytest.mark.slow
+def test_the_sessions_model_reads_a_relative_bias_per_layer(causal, memorise_data, tmp_path):
+  """A model with a relative position bias table per layer (models/causal_lm_dev.gin's), a
+  few steps from its start: its export's graph gives mesh-tf's logits, at most 1e-4 apart,
+  where block_000's table read by every layer (the shared bias's graph) does not. Exported as
+  if its bias were shared, it stops with a line that says so; and so does an eval of the
+  shared bias's checkpoint (the causal fixture's: the dev model's before #60) as a model of a
+  table per layer, before it reads anything."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import onnxruntime as ort  # pylint: disable=g-import-not-at-top
+  import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+  from code_t5 import session_export  # pylint: disable=g-import-not-at-top
+  from code_t5_session import graph as session_graph  # pylint: disable=g-import-not-at-top
+  from code_t5_session.model import CachedModel, model_path  # pylint: disable=g-import-not-at-top
+  _, data_dir, examples = memorise_data
+  model_dir, export = str(tmp_path / "model"), str(tmp_path / "export")
+  params = [*CAUSAL, BIAS_PER_LAYER]
+  proc = subprocess.run(mesh_main_command(model_dir, data_dir, CAUSAL_FILES, params + [
+      f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'", "run.train_steps = 20",
+      "utils.run.save_checkpoints_steps = 20"]), cwd=REPO_ROOT, capture_output=True, text=True,
+                        env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+
+  def export_with(extra):
+    return subprocess.run(
+        [PYTHON, "-m", "code_t5.session_export", f"--model_dir={model_dir}",
+         f"--t5_tfds_data_dir={data_dir}", f"--export_dir={export}", "--no_int8",
+         *[f"--gin_file={f}" for f in CAUSAL_FILES],
+         *[f"--gin_param={p}" for p in [*CAUSAL, f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'", *extra]]],
+        cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+  shared = export_with([])
+  assert shared.returncode != 0 and "relative position bias per layer" in shared.stderr, (
+      shared.stderr[-2000:])
+  earlier = subprocess.run(mesh_main_command(
+      causal["model_dir"], data_dir, CAUSAL_FILES + ["eval_full_line.gin"], params + [
+          f"MIXTURE_NAME = '{TASK}'", "SPLIT = 'train'", "EVAL_EXAMPLES = 1"]),
+      cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+  shared_bias = BIAS_PER_LAYER.replace('"bias"', '"bias_shared"')
+  assert earlier.returncode == 1 and (
+      "its model has one relative position bias for all layers, these gin files one per layer; "
+      f"add --gin_param='{shared_bias}'" in earlier.stderr), earlier.stderr[-2000:]
+  exported = export_with([BIAS_PER_LAYER])
+  assert exported.returncode == 0, exported.stderr[-3000:]
+  with open(os.path.join(export, "session.json")) as f:
+    config = json.load(f)
+  checkpoint = config["checkpoint"]
+  processor = spm.SentencePieceProcessor(model_file=os.path.join(export, "spm.model"))
+  sequences = [[0] + processor.encode(prefix)[-40:] for prefix, _ in examples[5:7]]
+  expected = _mesh_tf_logits(checkpoint, data_dir, params, sequences)
+  model = CachedModel(model_path(export), 1)
+  arch, weights = session_export.checkpoint_weights(checkpoint, bias_per_layer=True)
+  positions = model.positions
+  one_table = session_graph.build(arch, weights, session_export.relative_bias_by_distance(
+      weights[session_graph.RELATIVE_BIAS], config["relative_buckets"], positions), positions)
+  one_table_session = ort.InferenceSession(one_table.SerializeToString())
+  for sequence, reference in zip(sequences, expected):
+    model.tokens, model.logits = [], {}
+    np.testing.assert_allclose(model.logits_after(sequence), reference[-1], rtol=0, atol=1e-4)
+    feeds = {"ids": np.array(sequence, np.int64), "past_length": np.array(0, np.int64)}
+    for layer in range(arch.layers):
+      for kind in ("key", "value"):
+        feeds[f"past_{kind}_{layer}"] = np.zeros([arch.heads, positions, arch.d_kv], np.float32)
+    one_table_logits = one_table_session.run(["logits"], feeds)[0]
+    assert np.abs(one_table_logits - reference[-1]).max() > 1e-3
 
 
 @pytest.mark.slow

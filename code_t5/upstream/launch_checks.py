@@ -13,7 +13,9 @@ is followed by `check_config`, which names what is wrong and what to type instea
     the language not built, or its vocabulary not trained, each with the command that helps;
   * the checkpoint a training continues from or starts from (init_checkpoint), or an export
     reads, missing or cut short (files.checkpoint_problem); eval, infer and score check the
-    steps they ask for when mesh-tf picks them (upstream/checkpoints.py).
+    steps they ask for when mesh-tf picks them (upstream/checkpoints.py);
+  * that checkpoint's relative position bias, one table shared by all layers or one per
+    layer, not what the gin config builds (relative_bias_mismatch).
 """
 
 import difflib
@@ -28,6 +30,7 @@ from code_t5 import tasks
 from code_t5 import vocabulary
 from code_t5.data import builder as flcc_builder
 from code_t5.upstream import wrapping
+from code_t5_session import graph as session_graph
 
 
 class ConfigError(ValueError):
@@ -133,6 +136,42 @@ def _check_step_counts() -> None:
                       f"--gin_param=\"run.{name} = 1000\"")
 
 
+RELATIVE_ATTENTION = "transformer_layers.SelfAttention.relative_attention_type"
+
+
+def relative_bias_mismatch(checkpoint: str, relative_attention_type):
+  """What is wrong with restoring `checkpoint` into a model of `relative_attention_type`
+  ("bias": a table per layer, "bias_shared": block_000's for all), or None. A shared table's
+  checkpoint restored as "bias" stops in TF's restore, a traceback deep in upstream code; a
+  checkpoint of a table per layer restored as "bias_shared" restores block_000's table and
+  serves every layer with it, silently."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  shapes = tf.train.load_checkpoint(checkpoint).get_variable_to_shape_map()
+  if session_graph.relative_bias_name(0) not in shapes or not any(
+      name.startswith("transformer/block_001/") for name in shapes):
+    return None  # no relative bias, or one layer: both types restore alike
+  per_layer = session_graph.relative_bias_name(1) in shapes
+  if relative_attention_type == "bias" and not per_layer:
+    fix = f"--gin_param='{RELATIVE_ATTENTION} = \"bias_shared\"'"
+    if preprocessors.repository_context()["enabled"]:
+      fix += " (and, for models/causal_lm_dev.gin before #60, --gin_param=\"" \
+             "code_t5.repository_context.enabled = False\")"
+    return (f"{checkpoint}: its model has one relative position bias for all layers, these gin "
+            f"files one per layer; add {fix} as its training had")
+  if relative_attention_type == "bias_shared" and per_layer:
+    return (f"{checkpoint}: its model has a relative position bias per layer, these gin files "
+            f"one for all layers; add --gin_param='{RELATIVE_ATTENTION} = \"bias\"' as its "
+            "training had")
+  return None
+
+
+def _relative_attention_type():
+  try:
+    return gin.query_parameter(RELATIVE_ATTENTION)
+  except ValueError:
+    return None
+
+
 def _check_checkpoints() -> None:
   """A training continues from the model dir's latest checkpoint, where there is one, or
   starts from init_checkpoint; an export without a step reads the latest: each must be whole.
@@ -144,12 +183,20 @@ def _check_checkpoints() -> None:
     init = gin_config.run_parameter("init_checkpoint")
     if init and files.isdir(init):  # TF takes a model dir for its latest checkpoint too
       init = files.chosen_checkpoint(-1, init)
-    for path in (init, model_dir and files.latest_checkpoint(model_dir)):
+    restored = [init, model_dir and files.latest_checkpoint(model_dir)]
+    for path in restored:
       if path:
         files.whole_checkpoint(path)
-  elif mode.startswith("export") and model_dir and not gin_config.run_parameter(
-      "export_checkpoint_step"):
-    files.chosen_checkpoint(-1, model_dir)
+  else:
+    if mode.startswith("export") and model_dir and not gin_config.run_parameter(
+        "export_checkpoint_step"):
+      files.chosen_checkpoint(-1, model_dir)
+    # Eval, infer and score: the model dir's checkpoints are all of one model.
+    restored = [model_dir and files.latest_checkpoint(model_dir)]
+  for path in restored:
+    problem = path and relative_bias_mismatch(path, _relative_attention_type())
+    if problem:
+      raise ConfigError(problem)
 
 
 def check_config() -> None:
