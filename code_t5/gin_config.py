@@ -46,9 +46,15 @@ def literal_bindings_of(text: str) -> dict:
 def run_parameter(name: str, default=None):
   """utils.run's `name` as the running launch's gin config binds it, through macros
   (`%SPLIT`, `%DECODING_LENGTHS`), or `default` where nothing binds it."""
+  return parameter(f"utils.run.{name}", default)
+
+
+def parameter(name: str, default=None):
+  """The binding `name` ("scope/configurable.argument") of the running launch's gin config,
+  through macros, or `default` where nothing binds it."""
   import gin  # pylint: disable=g-import-not-at-top
   try:
-    value = gin.query_parameter(f"utils.run.{name}")
+    value = gin.query_parameter(name)
   except ValueError:
     return default
   while isinstance(value, gin.config.ConfigurableReference) and value.evaluate:

@@ -59,14 +59,6 @@ def _parse_gin(gin_files, gin_params):
     root.setLevel(level)
 
 
-def _query(name, default):
-  import gin  # pylint: disable=g-import-not-at-top
-  try:
-    return gin.query_parameter(name)
-  except ValueError:
-    return default
-
-
 RELATIVE_ATTENTION = launch_checks.RELATIVE_ATTENTION
 
 
@@ -86,7 +78,7 @@ def decoding_settings():
       "DenseReluDense.activation": (("relu",), "relu"),
   }
   for name, (expected, default) in checks.items():
-    value = _query(name, default)
+    value = gin_config.parameter(name, default)
     if value not in expected:
       served = " or ".join(repr(e) for e in expected)
       raise ExportError(f"the session serves models with {name} = {served}; "
@@ -96,9 +88,10 @@ def decoding_settings():
       "inputs_length": int(lengths["inputs"]), "targets_length": int(lengths["targets"]),
       "window_stride": int(preprocessors.window_stride()),
       "healing_pieces": int(search.token_healing()), "copy_cache": copy_cache.copy_cache(),
-      "relative_buckets": int(_query("SelfAttention.relative_attention_num_buckets", 32)),
+      "relative_buckets": int(gin_config.parameter(
+          "SelfAttention.relative_attention_num_buckets", 32)),
       # "bias": a table per layer, "bias_shared": one for all (what the checkpoint holds).
-      "relative_bias": _query(RELATIVE_ATTENTION, None),
+      "relative_bias": gin_config.parameter(RELATIVE_ATTENTION),
       # What Session.set_repository retrieves by: repository_context.gin's options, when on.
       "repository_context": (preprocessors.repository_context()
                              if preprocessors.repository_context()["enabled"] else None),

@@ -67,7 +67,6 @@ def weight_names(layer: int) -> dict:
 
 EMBEDDING = "transformer/embedding"
 FINAL_NORM = "transformer/rms_norm/scale"
-RELATIVE_BIAS = "transformer/block_000/layer_000/SelfAttention/relative_attention_bias"
 
 
 def relative_bias_name(layer: int) -> str:
@@ -75,6 +74,9 @@ def relative_bias_name(layer: int) -> str:
   (relative_attention_type = "bias"); the shared table ("bias_shared") is block_000's,
   RELATIVE_BIAS."""
   return f"transformer/block_{layer:03d}/layer_000/SelfAttention/relative_attention_bias"
+
+
+RELATIVE_BIAS = relative_bias_name(0)
 
 
 def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, positions: int):

@@ -644,13 +644,6 @@ def test_the_sessions_model_reads_a_relative_bias_per_layer(causal, memorise_dat
                         env=QUIET_TF)
   assert proc.returncode == 0, proc.stderr[-3000:]
 
-  def export_with(extra):
-    return subprocess.run(
-        [PYTHON, "-m", "code_t5.session_export", f"--model_dir={model_dir}",
-         f"--t5_tfds_data_dir={data_dir}", f"--export_dir={export}", "--no_int8",
-         *[f"--gin_file={f}" for f in CAUSAL_FILES],
-         *[f"--gin_param={p}" for p in [*CAUSAL, f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'", *extra]]],
-        cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
   # The rule the export and every launch stop by (a launch's line is held below).
   assert "a relative position bias per layer, these gin files one for all layers" in (
       launch_checks.relative_bias_mismatch(
@@ -663,7 +656,12 @@ def test_the_sessions_model_reads_a_relative_bias_per_layer(causal, memorise_dat
   assert earlier.returncode == 1 and (
       "its model has one relative position bias for all layers, these gin files one per layer; "
       f"add --gin_param='{shared_bias}'" in earlier.stderr), earlier.stderr[-2000:]
-  exported = export_with([BIAS_PER_LAYER])
+  exported = subprocess.run(
+      [PYTHON, "-m", "code_t5.session_export", f"--model_dir={model_dir}",
+       f"--t5_tfds_data_dir={data_dir}", f"--export_dir={export}", "--no_int8",
+       *[f"--gin_file={f}" for f in CAUSAL_FILES],
+       *[f"--gin_param={p}" for p in [*params, f"MIXTURE_NAME = '{CAUSAL_MIXTURE}'"]]],
+      cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
   assert exported.returncode == 0, exported.stderr[-3000:]
   with open(os.path.join(export, "session.json")) as f:
     config = json.load(f)

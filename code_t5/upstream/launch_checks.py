@@ -165,13 +165,6 @@ def relative_bias_mismatch(checkpoint: str, relative_attention_type):
   return None
 
 
-def _relative_attention_type():
-  try:
-    return gin.query_parameter(RELATIVE_ATTENTION)
-  except ValueError:
-    return None
-
-
 def _check_checkpoints() -> None:
   """A training continues from the model dir's latest checkpoint, where there is one, or
   starts from init_checkpoint; an export without a step reads the latest: each must be whole.
@@ -194,7 +187,7 @@ def _check_checkpoints() -> None:
     # Eval, infer and score: the model dir's checkpoints are all of one model.
     restored = [model_dir and files.latest_checkpoint(model_dir)]
   for path in restored:
-    problem = path and relative_bias_mismatch(path, _relative_attention_type())
+    problem = path and relative_bias_mismatch(path, gin_config.parameter(RELATIVE_ATTENTION))
     if problem:
       raise ConfigError(problem)
 
