@@ -6,8 +6,9 @@
 * `copy_similar_line`: the rest of the earlier line of the same file whose start matches the
   most of what is already typed on the current line (the nearest such line on a tie).
 
-(`copy_next_line`, the line that followed the line before the cursor where it stood before,
-is not scored as a baseline: the consensus line, code_t5/decoding/consensus.py, weighs it.)
+(`copy_next_line`, the line that followed the earlier place most like the lines before the
+cursor, is not scored as a baseline: the consensus line, code_t5/decoding/consensus.py, weighs
+it.)
 
 Both take the whole file before the cursor, as the full-line Task's `inputs_pretokenized`
 holds it. `model_window` cuts that file down to what the model reads, so copy-line can also be

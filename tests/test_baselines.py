@@ -50,14 +50,31 @@ def test_copy_next_line_copies_what_followed_the_line_before_the_cursor():
   prefix = ("    if a is None:\n        return NotImplemented\n    x = 1\n"
             "    if a is None:\n        ")
   assert copying.copy_next_line(prefix) == "return NotImplemented"
-  # The nearest earlier occurrence whose next line starts with what is typed.
-  prefix = ("if a:\n    b()\nif a:\n    c()\nz = 0\nif a:\n    b")
-  assert copying.copy_next_line(prefix) == "()"
-  # Nothing to follow: the line before is blank, occurs nowhere earlier, or what followed it
-  # does not start with what is typed.
-  assert copying.copy_next_line("x = 1\n\ny = 2\n\n") == ""
-  assert copying.copy_next_line("x = 1\ny = 2\n") == ""
-  assert copying.copy_next_line("if a:\n    b()\nif a:\n    c") == ""
+  # Only the same line, as before #60's analogues: the nearest earlier occurrence whose next
+  # line starts with what is typed.
+  exact = {"context_lines": 1, "min_similarity": 1.0}
+  prefix = "if a:\n    b()\nif a:\n    c()\nz = 0\nif a:\n    b"
+  assert copying.copy_next_line(prefix, **exact) == "()"
+  assert copying.copy_next_line("x = 1\ny = 2\n", **exact) == ""
+  assert copying.copy_next_line("if a:\n    b()\nif a:\n    c", **exact) == ""
+  # Nothing to follow: the lines before the cursor are blank, or the file too short.
+  assert copying.copy_next_line("x = 1\n\n\n") == ""
+  assert copying.copy_next_line("x = 1\n") == ""
+
+
+def test_copy_next_line_follows_the_nearest_like_place():
+  # A second test after a first: the two lines before the cursor stand nowhere earlier, but
+  # the place most like them is followed by the assert.
+  prefix = ("def test_one():\n    got = parse('1')\n    assert got == 1\n\n"
+            "def test_two():\n    got = parse('22')\n    ")
+  assert copying.copy_next_line(prefix) == "assert got == 1"
+  assert copying.copy_next_line(prefix, context_lines=1, min_similarity=1.0) == ""
+  # A blank line is a line of the place: after a block and a blank line, the next block.
+  assert copying.copy_next_line("x = 1\n\ny = 2\n\n") == "y = 2"
+  # Of two places alike, the nearer; below min_similarity, none.
+  prefix = "a = 1\nfirst()\na = 1\nsecond()\nzzz = 9\na = 1\n"
+  assert copying.copy_next_line(prefix, context_lines=1) == "second()"
+  assert copying.copy_next_line("class Q:\n    pass\nimport os\n", context_lines=1) == ""
 
 
 def test_cursor_class_tells_a_cursor_inside_a_word_from_one_between_words():

@@ -5,6 +5,7 @@ tests/test_memorisation.py."""
 
 import math
 
+import gin
 import pytest
 
 from code_t5 import metrics
@@ -76,6 +77,24 @@ def test_what_followed_the_line_before_the_cursor_is_evidence_too():
   lines, scores = ["return False", "raise TypeError"], [-0.5, -1.5]
   assert consensus.consensus_line(prefix, lines, scores)[0] == "return NotImplemented"
   assert consensus.consensus_line(prefix, lines, scores, next_weight=0.0)[0] == "return False"
+
+
+def test_what_followed_a_like_place_is_evidence_and_gin_restores_the_same_line_rule():
+  # The lines before the cursor stand nowhere earlier; the place most like them (the first
+  # test's def and its first line) was followed by its assert.
+  prefix = ("def test_one():\n    got = parse('1')\n    assert got == 1\n\n"
+            "def test_two():\n    got = parse('22')\n    ")
+  lines, scores = ["return got", "print(got)"], [-0.5, -1.5]
+  assert consensus.consensus_line(prefix, lines, scores)[0] == "assert got == 1"
+  # consensus.gin's comment: the two bindings that give copy-next's rule before #60.
+  with gin.unlock_config():
+    gin.parse_config(["code_t5.copy_next_line.context_lines = 1",
+                      "code_t5.copy_next_line.min_similarity = 1.0"])
+  try:
+    assert copying.copy_next_line(prefix) == ""
+    assert consensus.consensus_line(prefix, lines, scores)[0] == "return got"
+  finally:
+    gin.clear_config()
 
 
 def test_the_models_consensus_chooses_among_the_models_lines_only():

@@ -5,8 +5,8 @@ The line search (beam_search.gin) gives the k likeliest lines with their log-pro
 The file gives two more, which the model, reading a window of it (and, with the copy cache,
 copying a few tokens at a time), often misses: copy-line (`copying.copy_similar_line`), the
 rest of the earlier line that best matches what is typed, and copy-next
-(`copying.copy_next_line`), the line that followed the line before the cursor where it stood
-before. Each line is evidence of
+(`copying.copy_next_line`), the line that followed the earlier place most like the two lines
+before the cursor. Each line is evidence of
 what the user will type: copy-line's weighted by `copy_weight`, copy-next's by
 `next_weight`, the model's lines sharing the rest by their probability (flattened by
 `temperature`). The suggestion is the candidate whose expected edit similarity
@@ -42,7 +42,8 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
       (`copying.copy_similar_line`; left out where it has none: no earlier line is longer
       than the typed one).
     next_weight: the share that copy-next's line carries (`copying.copy_next_line`: what
-      followed the line before the cursor where it stood before; left out where it has none).
+      followed the earlier place most like the lines before the cursor; left out where it has
+      none).
     temperature: the model's log-probabilities are divided by it before the softmax; above 1
       the less likely lines count for more. The model's lines share what the two leave.
   """
