@@ -423,7 +423,8 @@ def test_a_confidence_threshold_keeps_the_lines_that_reach_it(causal):
   assert any(kept for kept, _ in over_half) and not all(len(kept) == 3 for kept, _ in over_half)
 
 
-def _assert_infer_chose_as(choose_line, examples, causal, name):
+def _assert_infer_chose_as(choose_line, examples, causal, name, misses_at_most=0.25,
+                           similarity_at_least=0.95):
   """Infer's {"completion", "confidence"} under `name` are, per prefix, `choose_line`'s of the
   same search's lines ("beam": 4 beams, the best 3), and come close to the memorised lines.
   Returns the completions infer wrote and the held examples' indices.
@@ -442,7 +443,8 @@ def _assert_infer_chose_as(choose_line, examples, causal, name):
   similarities = [metrics.line_similarity(targets[i], chosen[i]["completion"]) for i in held]
   misses = [(targets[i], chosen[i]["completion"]) for i in held
             if chosen[i]["completion"] != targets[i]]
-  assert len(misses) <= len(held) / 4 and sum(similarities) >= 0.95 * len(held), misses
+  assert (len(misses) <= misses_at_most * len(held)
+          and sum(similarities) >= similarity_at_least * len(held)), misses
   return [found["completion"] for found in chosen], held
 
 
@@ -450,9 +452,17 @@ def _assert_infer_chose_as(choose_line, examples, causal, name):
 def test_infer_writes_the_consensus_of_the_line_search_and_copy_line(memorise_data, causal):
   """consensus.gin: per prefix, the line code_t5.consensus_line chooses of the search's lines
   and the file's copies, with its expected edit similarity; on the memorised lines that is the
-  true line, though copy-line's line most often is not."""
+  true line, though copy-line's line most often is not.
+
+  Less close than the model's consensus: copy-next's line (0.4 of the evidence) follows the
+  earlier place most like the two lines before the cursor, and in these small files of alike
+  lines that is often a line of another function (a CI run chose `with open(path, newline="")
+  as handle:` for 2 of the 13 lines, 0.88 edit similarity in all), where a memorising model's
+  line is right. On held-out code it gained 2.3-2.7 points (BENCHMARKS.md, "Copy-next from the
+  nearest like place")."""
   examples = memorise_data[2]
-  _, held = _assert_infer_chose_as(consensus.consensus_line, examples, causal, "consensus")
+  _, held = _assert_infer_chose_as(consensus.consensus_line, examples, causal, "consensus",
+                                   misses_at_most=1 / 3, similarity_at_least=0.75)
   copied = [copying.copy_similar_line(examples[i][0]) for i in held]
   assert sum(line == causal["targets"][i] for i, line in zip(held, copied)) < len(held) / 2
 
