@@ -49,7 +49,8 @@ def copy_next_line(prefix: str, context_lines: int = 2, min_similarity: float = 
   earlier = [""] * (context_lines - 1) + [line.rstrip("\r") for line in earlier[-max_lines:]]
   if len(earlier) < context_lines + 1:
     return ""
-  place = [line.strip() for line in earlier[-context_lines:]]
+  stripped = [line.strip() for line in earlier]  # places match with indentation left out
+  place = stripped[-context_lines:]
   if not any(place):
     return ""
   best, best_similarity = "", -1.0
@@ -58,8 +59,8 @@ def copy_next_line(prefix: str, context_lines: int = 2, min_similarity: float = 
     line = earlier[i + 1]
     if len(line) <= len(typed) or not line.startswith(typed):
       continue
-    similarity = sum(metrics.line_similarity(ours, theirs.strip()) for ours, theirs in
-                     zip(place, earlier[i - context_lines + 1:i + 1])) / context_lines
+    similarity = sum(metrics.line_similarity(ours, theirs) for ours, theirs in
+                     zip(place, stripped[i - context_lines + 1:i + 1])) / context_lines
     if similarity > best_similarity:
       best, best_similarity = line[len(typed):], similarity
   return best if best_similarity >= min_similarity else ""
