@@ -200,6 +200,19 @@ def test_the_figures_readme_quotes_are_benchmarks_current_ones():
         quoted, measured)
 
 
+def test_benchmarks_list_names_every_section_in_order():
+  """BENCHMARKS.md's "Every benchmark, and what was tried" list links each of its `###`
+  sections, in their order (sections added without a line there went unlisted twice)."""
+  with open(os.path.join(REPO_ROOT, "BENCHMARKS.md"), encoding="utf-8") as f:
+    text = f.read()
+  listed = re.findall(r"^\* \[(.+?)\]\(#([^)]+)\)$",
+                      _section("BENCHMARKS.md", "Every benchmark, and what was tried"), flags=re.M)
+  sections = re.findall(r"^### (.+)$", text, flags=re.M)
+  assert [title for title, _ in listed] == sections
+  for title, anchor in listed:  # GitHub's anchor: lower case, punctuation dropped, - for space
+    assert anchor == re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-"), (title, anchor)
+
+
 def test_the_bad_input_table_is_the_tests_rows():
   """CONTRIBUTING.md's "Bad input" table lists tests/test_bad_input.py's rows, in order, each
   with the line its test expects."""
