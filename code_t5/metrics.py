@@ -20,8 +20,9 @@ Two definitions are reported side by side:
 import os
 from typing import Dict, Sequence
 
-import editdistance
 from rapidfuzz import fuzz
+
+from code_t5_session.lines import line_similarity  # noqa: F401  (the one rule, shared)
 
 
 def _pairs(targets: Sequence[str], predictions: Sequence[str]):
@@ -39,14 +40,6 @@ def _mean(values) -> float:
 
 def exact_match(targets, predictions) -> Dict[str, float]:
   return {"exact_match": _mean(t == p for t, p in _pairs(targets, predictions))}
-
-
-def line_similarity(target: str, prediction: str) -> float:
-  """Our edit similarity of one line (0..1): 1 - Levenshtein distance / length of the longer
-  line, trailing whitespace left out (an editor strips it)."""
-  target, prediction = target.rstrip(), prediction.rstrip()
-  longest = max(len(target), len(prediction))
-  return 1.0 - editdistance.eval(target, prediction) / longest if longest else 1.0
 
 
 def edit_similarity(targets, predictions) -> Dict[str, float]:

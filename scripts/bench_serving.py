@@ -127,7 +127,7 @@ from code_t5_session import Session
 job = json.loads(sys.stdin.read())
 start = time.perf_counter()
 session = Session(job["export"], weights=job["weights"], threads=job["threads"],
-                  copy_from=job.get("copy_from", "window"))
+                  copy_from=job.get("copy_from", "window"), consensus=job.get("consensus", False))
 load_s = time.perf_counter() - start
 calls = []
 for head, line, code, end in job["lines"]:  # the prefixes head + line[:k], k = code .. end
@@ -137,13 +137,15 @@ for head, line, code, end in job["lines"]:  # the prefixes head + line[:k], k = 
     got = session.suggest(head + line[:k])
     calls.append([k == code, time.perf_counter() - start, got.decoded,
                   session.model.read_count - read])
-completions = []
+completions, consensus = [], []  # the greedy line, and with consensus the suggestion
 for head, line, code, end, *after in job["typed_to_cursor"]:
   for k in range(code, end):
     session.suggest(head + line[:k])
-  completions.append(session.complete(head + line[:end], *after).text)
+  completions.append(session.greedy(head + line[:end], *after).text)
+  if session.consensus:
+    consensus.append(session.complete(head + line[:end], *after).text)
 print(json.dumps({"load_s": load_s, "calls": calls, "completions": completions,
-                  "peak_rss_mb": peak_rss_mb()}))
+                  "consensus": consensus, "peak_rss_mb": peak_rss_mb()}))
 """
 
 
@@ -234,12 +236,16 @@ def run_typing(args, threads):
   for weights in args.weights.split(","):
     for count_threads in threads:
       job = {"export": args.typing, "weights": weights, "threads": count_threads,
-             "lines": lines, "typed_to_cursor": cursor_steps if count_threads == threads[0] else []}
+             "lines": lines, "typed_to_cursor": cursor_steps if count_threads == threads[0] else [],
+             "consensus": args.consensus}
       measured = typing_client(job)
       first = measured["calls"][0][1] if measured["calls"] else 0.0
-      results.append(typing_summary(f"session {weights}", count_threads, measured, first))
+      served = f"session {weights}" + (", consensus" if args.consensus else "")
+      results.append(typing_summary(served, count_threads, measured, first))
       if job["typed_to_cursor"]:
         completions[weights] = measured["completions"]
+        if args.consensus:
+          completions[f"{weights} consensus"] = measured["consensus"]
       print(f"session {weights}, {count_threads} thread(s): p50 "
             f"{results[-1]['p50_ms']:.1f} ms", file=sys.stderr)
   saved_models = dict(item.split("=", 1) for item in args.saved_model)
@@ -253,6 +259,16 @@ def run_typing(args, threads):
             file=sys.stderr)
   report = {"typing": args.typing, "lines": len(lines), "keystrokes": keystrokes,
             "results": results}
+  if checked and args.consensus:  # each session's consensus line against its greedy line
+    targets = [t for _, t in checked]
+    report["consensus"] = {}
+    for weights in args.weights.split(","):
+      ours, greedy = (evaluation.per_example(targets, completions[k])["edit_similarity"]
+                      for k in (f"{weights} consensus", weights))
+      report["consensus"][weights] = {
+          "consensus": float(np.mean(ours)), "greedy": float(np.mean(greedy)),
+          "consensus - greedy": evaluation.bootstrap_lead(ours, greedy)}
+    print(f"consensus: {json.dumps(report['consensus'])}", file=sys.stderr)
   if checked and args.copy_from_file:
     report["copy_from_file"] = copy_from_file(args, checked, completions["float"], threads[0])
   if checked and saved_models:
@@ -483,6 +499,10 @@ def main(argv=None):
                            "with the copy cache reading the whole file before the cursor")
   parser.add_argument("--split", default="validation",
                       help="--typing: the split whose full-line examples are typed")
+  parser.add_argument("--consensus", action="store_true",
+                      help="--typing: sessions of Session(consensus=True), the consensus line "
+                           "of the greedy line and the prefix's two copies; with --equality, "
+                           "its edit similarity against the greedy line's, paired")
   args = parser.parse_args(argv)
   beams = [int(k) for k in args.beams.split(",") if k.strip()]
   threads = [int(t) for t in args.threads.split(",") if t.strip()]

@@ -745,6 +745,33 @@ def test_the_shown_suggestion_is_kept_while_typed_along(session_exports):
 
 
 @pytest.mark.slow
+def test_a_consensus_session_suggests_the_consensus_of_its_greedy_line_and_the_copies(
+    session_exports):
+  """Session(consensus=True): the suggestion is code_t5_session/lines.py's consensus line of
+  the session's greedy line and the prefix's two copies; where both copies give one line
+  (0.7 of the evidence), that line, whatever the model wrote; kept while typed along, with
+  its confidence."""
+  from code_t5_session import Session, lines  # pylint: disable=g-import-not-at-top
+  plain = Session(session_exports["cached"], threads=1)
+  session = Session(session_exports["cached"], threads=1, consensus=True)
+  copied = "return total + count"
+  prefix = f"def add(total, count):\n    {copied}\ndef add(total, count):\n    "
+  assert lines.copy_similar_line(prefix) == lines.copy_next_line(prefix) == copied
+  for text in (prefix, "import threading\nfrom collections import deque\n\n\nclass "):
+    greedy = plain.complete(text)
+    assert session.greedy(text) == greedy
+    expected = lines.consensus_line(text, [greedy.text], [greedy.log_prob])
+    got = session.complete(text)
+    assert (got.text, got.confidence) == pytest.approx(expected), text
+    assert got.log_prob == greedy.log_prob and math.isnan(greedy.confidence)
+  assert session.complete(prefix).text == copied
+  shown = session.suggest(prefix)
+  along = session.suggest(prefix + copied[:3])
+  assert (shown.text, along.text, along.decoded) == (copied, copied[3:], False)
+  assert along.confidence == shown.confidence > 0.7
+
+
+@pytest.mark.slow
 def test_the_copy_cache_reads_the_file_before_the_window_with_copy_from_file(session_exports):
   """copy_from="file": a line that stands only before the model's window (64 tokens here) is
   copied when it is started again, where the window's cache has nothing to copy from; with

@@ -15,22 +15,25 @@ what the user will type: copy-line's weighted by `copy_weight`, copy-next's by
 Why: the model's greedy line and copy-line's are each the better one on about half of the
 examples (BENCHMARKS.md, "The consensus line", for what it gains).
 
+The rule is `code_t5_session/lines.py: consensus_line`, which an editor's
+`Session(consensus=True)` runs on its greedy line; here gin configures it.
+
   infer:  --gin_file=infer_full_line.gin --gin_file=consensus.gin
 """
 
-import math
 from typing import Sequence, Tuple
 
 import gin
 
-from code_t5 import metrics
 from code_t5.decoding import copying
+from code_t5_session import lines
 
 
 @gin.configurable(module="code_t5")
 def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[float],
-                   copy_weight: float = 0.3, next_weight: float = 0.4,
-                   temperature: float = 2.0) -> Tuple[str, float]:
+                   copy_weight: float = lines.COPY_WEIGHT,
+                   next_weight: float = lines.NEXT_WEIGHT,
+                   temperature: float = lines.TEMPERATURE) -> Tuple[str, float]:
   """(suggestion, its expected edit similarity 0..1) for the file's `prefix`, from the line
   search's `completions` and their `scores` (log-probabilities, best first; -inf: none).
 
@@ -47,44 +50,8 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
     temperature: the model's log-probabilities are divided by it before the softmax; above 1
       the less likely lines count for more. The model's lines share what the two leave.
   """
-  for name, weight in (("copy_weight", copy_weight), ("next_weight", next_weight)):
-    if not 0.0 <= weight <= 1.0:
-      raise ValueError(f"code_t5.consensus_line.{name} = {weight}: must be in [0, 1]")
-  if copy_weight + next_weight > 1.0:
-    raise ValueError(f"code_t5.consensus_line: copy_weight + next_weight = "
-                     f"{copy_weight + next_weight}: must be at most 1")
-  if temperature <= 0:
-    raise ValueError(f"code_t5.consensus_line.temperature = {temperature}: must be above 0")
-  if len(completions) != len(scores):
-    raise ValueError(f"{len(completions)} completions but {len(scores)} scores")
-  searched = [(line, score) for line, score in zip(completions, scores)
-              if not math.isinf(score)]
-  # A copy of weight 0 is neither evidence nor a candidate: copy_weight = next_weight = 0
-  # chooses among the model's lines alone (model_consensus_line).
-  copied = [(line, weight) for line, weight in
-            ((copying.copy_similar_line(prefix), copy_weight),
-             (copying.copy_next_line(prefix), next_weight)) if line and weight > 0]
-  evidence = {}  # line -> weight; a line found twice counts twice
-  if searched:
-    best = max(score for _, score in searched)
-    unnormalised = [math.exp((score - best) / temperature) for _, score in searched]
-    model_share = 1.0 - sum(weight for _, weight in copied)
-    for (line, _), weight in zip(searched, unnormalised):
-      evidence[line] = evidence.get(line, 0.0) + model_share * weight / sum(unnormalised)
-  elif copied:  # no line of the model's: the copies are all the evidence
-    total = sum(weight for _, weight in copied)
-    copied = [(line, weight / total) for line, weight in copied]
-  for line, weight in copied:
-    evidence[line] = evidence.get(line, 0.0) + weight
-  if not evidence:
-    return "", 0.0
-  # Candidates in order, the model's best first: the first of equal expectations wins.
-  candidates = list(dict.fromkeys([line for line, _ in searched] +
-                                  [line for line, _ in copied]))
-  expected = [sum(weight * metrics.line_similarity(other, line)
-                  for other, weight in evidence.items()) for line in candidates]
-  best_index = max(range(len(candidates)), key=lambda i: (expected[i], -i))
-  return candidates[best_index], expected[best_index]
+  return lines.consensus_line(prefix, completions, scores, copy_weight, next_weight,
+                              temperature, next_line=copying.copy_next_line)
 
 
 @gin.configurable(module="code_t5")
