@@ -69,7 +69,9 @@ class Session:
     "window" (the model's window, as the export decodes) or "file" (all of the prefix: the
     lines before the window too; and the file after the cursor's line, where the editor
     passes it as `after`); `consensus`: suggest the consensus line of the greedy line and the
-    prefix's two copies (`lines.consensus_line`) in its place."""
+    prefix's two copies (`lines.consensus_line`) in its place, with the rule's default
+    settings (gin's `code_t5.consensus_line` and `code_t5.copy_next_line` params configure the
+    eval and infer, not a session)."""
     import sentencepiece as spm  # pylint: disable=g-import-not-at-top
     config = os.path.join(export_dir, CONFIG)
     if not os.path.isfile(config):
