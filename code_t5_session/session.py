@@ -160,8 +160,11 @@ class Session:
     """The greedy completion of the rest of the line, as the export decodes it (`after`: as
     for `suggest`); with consensus=True, the consensus line of it and the two copies."""
     greedy = self.greedy(prefix, after)
-    if not self.consensus:
-      return greedy
+    return self.consensus_of(prefix, greedy) if self.consensus else greedy
+
+  def consensus_of(self, prefix: str, greedy: Suggestion) -> Suggestion:
+    """`greedy` (this session's greedy completion of `prefix`) with its text replaced by the
+    consensus line of it and the prefix's two copies, and that line's confidence."""
     text, confidence = lines.consensus_line(prefix, [greedy.text], [greedy.log_prob])
     return dataclasses.replace(greedy, text=text, confidence=confidence)
 

@@ -141,9 +141,10 @@ completions, consensus = [], []  # the greedy line, and with consensus the sugge
 for head, line, code, end, *after in job["typed_to_cursor"]:
   for k in range(code, end):
     session.suggest(head + line[:k])
-  completions.append(session.greedy(head + line[:end], *after).text)
+  greedy = session.greedy(head + line[:end], *after)  # decoded once for both
+  completions.append(greedy.text)
   if session.consensus:
-    consensus.append(session.complete(head + line[:end], *after).text)
+    consensus.append(session.consensus_of(head + line[:end], greedy).text)
 print(json.dumps({"load_s": load_s, "calls": calls, "completions": completions,
                   "consensus": consensus, "peak_rss_mb": peak_rss_mb()}))
 """
