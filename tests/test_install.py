@@ -36,3 +36,30 @@ def test_the_main_locks_hold_no_torch_and_the_torch_lock_a_registry_build():
   # torch's lock keeps every package the main lock shares with it at the main lock's pin.
   shared = set(torch) & set(_pins("cpu.lock"))
   assert shared and all(torch[n] == _pins("cpu.lock")[n] for n in shared)
+
+
+def test_every_package_the_session_imports_is_named_in_pyproject():
+  # An editor installs code_t5_session for NumPy, sentencepiece, onnxruntime and editdistance
+  # alone (its docstring): each must be a dependency of its own, not one that t5 brings.
+  import ast
+  import glob
+  import importlib.metadata
+  import sys
+  import tomllib
+  with open(f"{REPO_ROOT}/pyproject.toml", "rb") as f:
+    named = {re.split(r"[=<>\[; ]", d, maxsplit=1)[0].lower()
+             for d in tomllib.load(f)["project"]["dependencies"]}
+  imported = set()
+  for path in glob.glob(f"{REPO_ROOT}/code_t5_session/*.py"):
+    with open(path) as f:
+      for node in ast.walk(ast.parse(f.read(), path)):
+        if isinstance(node, ast.Import):
+          imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+          imported.add(node.module.split(".")[0])
+  third_party = imported - set(sys.stdlib_module_names) - {"code_t5_session"}
+  distributions = importlib.metadata.packages_distributions()
+  by_module = {m: distributions[m][0].lower() for m in third_party}
+  # onnx: graph.py's, imported by the function the exporter calls, never by a session.
+  assert set(by_module) == {"numpy", "sentencepiece", "onnxruntime", "editdistance", "onnx"}
+  assert {m: d for m, d in by_module.items() if d not in named} == {}
