@@ -121,6 +121,11 @@ SCHEDULE = [f"learning_rate_schedule_noam.warmup_steps = {STEPS}",
 # to the same decoding paths).
 PREFIX_LM = SHAPE_AND_DATA + SCHEDULE
 LOG_HALF = math.log(0.5)
+# A line's summed log P from two graphs (the search's step by step against the training graph's
+# whole row) differs in float32 by what each token's log-softmax rounds: 2e-4 nats on the
+# memorised header line in one CI run (Zen 5). The faults these comparisons guard against moved a
+# line's score by 0.065 nats and more (score.inputs_mask).
+LINE_SCORE_ATOL = 1e-3
 MODEL_FILES = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
 # The shipped recipe (models/causal_lm_dev.gin's): the causal model (models/causal.gin: no
 # EOS between the code and the rest of its line, every position predicted) with T5's relative
@@ -388,8 +393,8 @@ def test_a_line_search_of_width_one_completes_as_greedy(causal):
                                    pytest.param("causal", id="causal")])
 def test_the_line_searchs_scores_are_score_modes(request, memorise_data, model):
   """Where the best line is the true one, its score is what score mode gives that pair (the
-  training graph, from the whole row, against the search's step by step; 1e-4 for the
-  arithmetic). And for every line score mode gives more than log 1/2, the search's best
+  training graph, from the whole row, against the search's step by step; LINE_SCORE_ATOL for
+  the arithmetic). And for every line score mode gives more than log 1/2, the search's best
   scores at least as much: each start of that line then has P > 1/2, so no other hypothesis
   of its length can be likelier, and the search cannot drop it. (The prefix LM's score mode
   once read the padding after the completion: mesh-tf counts it as inputs again, which the
@@ -404,10 +409,10 @@ def test_the_line_searchs_scores_are_score_modes(request, memorise_data, model):
     print(f"{model} {i}: search {scores[0]:.6f} (the true line: "
           f"{completions[0] == run['targets'][i]}), score mode {log_p:.6f}")
     if log_p > LOG_HALF:
-      assert scores[0] >= log_p - 1e-4, (i, completions[0], run["targets"][i])
+      assert scores[0] >= log_p - LINE_SCORE_ATOL, (i, completions[0], run["targets"][i])
       bounded += 1
     if completions[0] == run["targets"][i]:
-      assert scores[0] == pytest.approx(log_p, abs=1e-4), (i, completions[0])
+      assert scores[0] == pytest.approx(log_p, abs=LINE_SCORE_ATOL), (i, completions[0])
       agreed += 1
   assert bounded >= len(run["targets"]) // 2 and agreed >= len(run["targets"]) // 2
 
