@@ -100,7 +100,10 @@ def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
     processor, tables, examples):
   """Whatever was taken off, the file's own pieces for it and the line's rest are allowed at
   every step, other pieces are not while text is left, and cutting the taken-off text from
-  them leaves exactly the rest of the line."""
+  them leaves exactly the rest of the line; or, where the line runs past the continuation's
+  STEPS, exactly the text of those STEPS after the taken-off text, as code_t5_session cuts
+  it: the piece that goes past the typed text's end may be written again as several (its
+  tail's ids), and none of the pieces after it is lost for that."""
   prefixes = [p for p, _ in examples]
   _, typed = healing.back_off(tables, tf.constant(rows(processor, prefixes, ROW)), PIECES,
                               False)
@@ -112,6 +115,17 @@ def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
   for i, (_, rest) in enumerate(examples):
     if len(processor.encode(written[i])) <= STEPS:
       assert decode(processor, cut[i]) == rest, (written[i], rest)
+  # The same lines run on past STEPS (their rest written three times over).
+  running = rows(processor, [w + 2 * (" " + rest) for w, (_, rest) in zip(written, examples)],
+                 STEPS, head=True)
+  cut = healing.without_typed(tables, tf.constant(typed), tf.constant(running)).numpy()
+  grown = 0  # cut where a tail of several pieces replaced one
+  for i in range(len(examples)):
+    typed_length = len(processor.decode([int(t) for t in typed[i] if t]))
+    if np.count_nonzero(running[i]) == STEPS:
+      assert decode(processor, cut[i]) == decode(processor, running[i])[typed_length:], i
+      grown += int(np.count_nonzero(cut[i]) > STEPS - np.count_nonzero(typed[i]))
+  assert grown >= 3  # the fixture reaches the case
 
   refused_while_typing = 0
   for step in range(4):

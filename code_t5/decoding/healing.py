@@ -181,14 +181,26 @@ def allowed_pieces(tables: HealingTables, typed, continuation, step):
   return unflat(result)
 
 
+def tail_room(tables: HealingTables) -> int:
+  """The columns `without_typed` adds to a continuation: the most ids a piece's tail takes,
+  less the one piece it replaces."""
+  return max(int(np.max(np.diff(tables.tail_splits), initial=1)) - 1, 0)
+
+
 def without_typed(tables: HealingTables, typed, continuation):
   """`continuation` [..., steps] with the taken-off text `typed` cut from its start: the
   pieces written inside it dropped, the one that goes past its end replaced by the ids of its
-  tail; then zeros. (A continuation that never wrote all of it becomes all zeros: nothing
-  after the typed text.)"""
+  tail; then zeros, to [..., steps + tail_room(tables)]. (A continuation that never wrote all
+  of it becomes all zeros: nothing after the typed text.)
+
+  The tail may take several ids where its piece took one, so the result is wider than the
+  continuation: cut to `steps`, a line that runs the whole decoding length would lose its last
+  pieces, and end sooner than the same decoding cut as text (code_t5_session: all the written
+  text, less the typed characters)."""
   typed, _ = _rows(typed)
   continuation, unflat = _rows(continuation)
   steps = tf.shape(continuation)[1]
+  width = steps + tail_room(tables)
   text_length = _typed_length(tables, typed)
   written = _written_lengths(tables, continuation)  # [rows, steps]
   inside = tf.reduce_sum(tf.cast(written <= text_length[:, None], tf.int32), axis=1)  # [rows]
@@ -208,7 +220,7 @@ def without_typed(tables: HealingTables, typed, continuation):
   tail_length = tf.where(found, tf.cast(tails.row_lengths(), tf.int32), tf.zeros_like(index))
   tails = tails.to_tensor()
   rest_start = inside + tf.cast(has_tail, tf.int32)  # the pieces after the typed text
-  columns = tf.tile(tf.range(steps)[None, :], [tf.shape(continuation)[0], 1])
+  columns = tf.tile(tf.range(width)[None, :], [tf.shape(continuation)[0], 1])
   from_tail = columns < tail_length[:, None]
   tail_column = tf.minimum(columns, tf.maximum(tf.shape(tails)[1] - 1, 0))
   tail_values = tf.gather(tf.pad(tails, [[0, 0], [0, 1]]), tail_column, batch_dims=1)

@@ -87,9 +87,15 @@ class _Healing:
     return mtf.rename_dimension(mask, whole_vocab.name, self.vocab_dim.name)
 
   def cut(self, continuation):
-    """`continuation` without the text it wrote again."""
+    """`continuation` without the text it wrote again, in a length dimension of
+    healing.tail_room more ids ("healed_length"): the tail of the piece that went past the
+    typed text may take several."""
+    length_dim = continuation.shape.dims[-1]
+    healed_dim = mtf.Dimension("healed_length",
+                               length_dim.size + healing.tail_room(self.tables))
     return mtf.slicewise(lambda typed, ids: healing.without_typed(self.tables, typed, ids),
-                         [self.typed, continuation], output_shape=continuation.shape,
+                         [self.typed, continuation],
+                         output_shape=continuation.shape.dims[:-1] + [healed_dim],
                          output_dtype=tf.int32, splittable_dims=self.batch_dims)
 
 
@@ -445,7 +451,7 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   top_k_scores = mtf.gather(scores, best_first, beam_dim, output_shape=[batch_dim, k_dim])
   predict_also(finish=distinct_lines if not never_end else None, tensors={
       "top_k_outputs": mtf.gather(beams, best_first, beam_dim,
-                                  output_shape=[batch_dim, k_dim, decode_dim]),
+                                  output_shape=[batch_dim, k_dim, beams.shape.dims[-1]]),
       # (mtf.where is arithmetic too: tf.where, slice by slice.)
       "top_k_scores": mtf.slicewise(
           lambda score, kept: tf.where(kept > 0.5, score, tf.fill(tf.shape(score), -math.inf)),
