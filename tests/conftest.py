@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 
 import pytest
 
@@ -131,6 +132,33 @@ def mesh_main_runs_command(commands):
 def run_mesh_main(model_dir, data_dir, gin_files, gin_params, flags=(), env=None):
   return subprocess.run(mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags),
                         cwd=REPO_ROOT, capture_output=True, text=True, env=env or QUIET_TF)
+
+
+_forks = None  # this worker's tests/forked_runs.py, started at its first command
+
+
+def run_forked(argv, env=None):
+  """`argv` ([PYTHON, "-m", MODULE, ...] or [PYTHON, SCRIPT, ...]) run in REPO_ROOT as its own
+  process, forked from one that imported the third-party stack once (tests/forked_runs.py):
+  the command's exit code, stdout and stderr, as subprocess.run gives them."""
+  global _forks  # pylint: disable=global-statement
+  assert argv[0] == PYTHON, argv
+  if _forks is None or _forks.poll() is not None:
+    _forks = subprocess.Popen([PYTHON, os.path.join(REPO_ROOT, "tests", "forked_runs.py")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=REPO_ROOT, env=QUIET_TF)
+  with tempfile.TemporaryDirectory() as tmp:
+    out, err = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+    _forks.stdin.write(json.dumps({"argv": list(argv[1:]), "cwd": REPO_ROOT,
+                                   "env": dict(env or QUIET_TF), "stdout": out,
+                                   "stderr": err}) + "\n")
+    _forks.stdin.flush()
+    reply = _forks.stdout.readline()
+    assert reply, f"tests/forked_runs.py ended (exit code {_forks.wait()}) running {argv}"
+    with open(out, encoding="utf-8", errors="replace") as f_out, \
+        open(err, encoding="utf-8", errors="replace") as f_err:
+      return subprocess.CompletedProcess(list(argv), json.loads(reply)["returncode"],
+                                         f_out.read(), f_err.read())
 
 
 def saved_model_completions(export_dir, prefixes, batch_size, top_k=False):

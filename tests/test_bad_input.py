@@ -5,6 +5,11 @@ non-zero exit, no traceback, and nothing left behind that looks complete.
 rows): a new entry point, or a new way to get one wrong, adds a row to both. A bucket that is
 missing or refused is the one row that needs the GCS emulator: tests/test_gcs.py runs it at
 every entry point.
+
+Each row of an entry point is its own process, forked from one that imported TensorFlow and
+the rest of the third-party stack once (conftest.run_forked, tests/forked_runs.py): the
+imports were most of each row's time. code_t5 is imported in the row's process, by the entry
+point, as in a user's launch.
 """
 
 import dataclasses
@@ -16,7 +21,8 @@ from typing import Callable
 
 import pytest
 
-from conftest import (PYTHON, QUIET_TF, REPO_ROOT, TINY_MODEL, run_data_cli, run_mesh_main)
+from conftest import (PYTHON, REPO_ROOT, TINY_MODEL, mesh_main_command, run_data_cli, run_forked,
+                      run_mesh_main)
 
 PREFIX_LM = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
 CAUSAL_LM = ["models/causal_lm_dev.gin", "mesh/cpu.gin"]
@@ -55,9 +61,9 @@ class Row:
 
 def _mesh_main(gin_files, gin_params, model_dir=None, data_dir=None):
   def run(case):
-    proc = run_mesh_main(model_dir(case) if model_dir else case.path("model"),
-                         data_dir(case) if data_dir else case.data_dir, gin_files,
-                         TINY_MODEL + list(gin_params))
+    proc = run_forked(mesh_main_command(model_dir(case) if model_dir else case.path("model"),
+                                        data_dir(case) if data_dir else case.data_dir,
+                                        gin_files, TINY_MODEL + list(gin_params)))
     return proc.returncode, proc.stderr
   return run
 
@@ -71,8 +77,7 @@ def _data_cli(*args):
 
 def _process(*argv):
   def run(case):
-    proc = subprocess.run([PYTHON, *[a.format(case=case) for a in argv]], cwd=REPO_ROOT,
-                          capture_output=True, text=True, env=QUIET_TF)
+    proc = run_forked([PYTHON, *[a.format(case=case) for a in argv]])
     return proc.returncode, proc.stderr
   return run
 

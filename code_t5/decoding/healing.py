@@ -12,7 +12,8 @@ taken-off text is then cut from the completion, which is the rest of the line as
   HealingTables.of(sp)    each piece's text and length; the ids of each piece's tails
   back_off(...)           the prefix less its last pieces, and those pieces (TF)
   allowed_pieces(...)     the mask of the pieces that agree with the text left to write (TF)
-  without_typed(...)      a continuation with the taken-off text cut from its start (TF)
+  without_typed(...)      a continuation with the taken-off text cut from its start (TF),
+                          tail_room(tables) ids wider
 
 All three are plain TF over [rows, ...]; `decoding` runs them on each slice of the mesh
 (mtf.slicewise over the batch dimensions). Positions count UTF-8 characters, as the Tasks'
