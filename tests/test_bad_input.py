@@ -392,6 +392,9 @@ def _check(row, case):
   expected = row.says(case)
   assert code == row.code, (code, stderr[-3000:])
   assert "Traceback (most recent call last)" not in stderr, stderr[-3000:]
+  # Nothing before that line says the command ran oddly (`python -m code_t5.summaries` had
+  # runpy's "found in sys.modules" warning first).
+  assert "<frozen runpy>" not in stderr, stderr[-3000:]
   # "code_t5: error: ...", "python -m code_t5.data build: error: ...", "bench_serving: ...",
   # "make venv: ..."
   own = os.path.basename(row.entry).removesuffix(".py") + ":"
