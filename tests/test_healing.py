@@ -108,8 +108,8 @@ def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
   _, typed = healing.back_off(tables, tf.constant(rows(processor, prefixes, ROW)), PIECES,
                               False)
   typed = typed.numpy()
-  written = [processor.decode([int(t) for t in row if t]) + rest
-             for row, (_, rest) in zip(typed, examples)]
+  typed_texts = [processor.decode([int(t) for t in row if t]) for row in typed]
+  written = [text + rest for text, (_, rest) in zip(typed_texts, examples)]
   continuation = rows(processor, written, STEPS, head=True)
   cut = healing.without_typed(tables, tf.constant(typed), tf.constant(continuation)).numpy()
   for i, (_, rest) in enumerate(examples):
@@ -120,10 +120,9 @@ def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
                  STEPS, head=True)
   cut = healing.without_typed(tables, tf.constant(typed), tf.constant(running)).numpy()
   grown = 0  # cut where a tail of several pieces replaced one
-  for i in range(len(examples)):
-    typed_length = len(processor.decode([int(t) for t in typed[i] if t]))
+  for i, typed_text in enumerate(typed_texts):
     if np.count_nonzero(running[i]) == STEPS:
-      assert decode(processor, cut[i]) == decode(processor, running[i])[typed_length:], i
+      assert decode(processor, cut[i]) == decode(processor, running[i])[len(typed_text):], i
       grown += int(np.count_nonzero(cut[i]) > STEPS - np.count_nonzero(typed[i]))
   assert grown >= 3  # the fixture reaches the case
 
@@ -131,9 +130,8 @@ def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
   for step in range(4):
     mask = healing.allowed_pieces(tables, tf.constant(typed), tf.constant(continuation),
                                   tf.constant(step)).numpy()
-    for i in range(len(examples)):
+    for i, typed_text in enumerate(typed_texts):
       assert mask[i, continuation[i, step]] == 0, (written[i], step)
-      typed_text = processor.decode([int(t) for t in typed[i] if t])
       written_before = len(processor.decode([int(t) for t in continuation[i, :step]]))
       if written_before >= len(typed_text):
         assert (mask[i] == 0).all()
