@@ -6,16 +6,8 @@ all of them, and when each applies, are in `upstream/`.
 """
 
 import os
-import warnings
 
 import gin
-
-# `python -m code_t5.summaries` (and any other module of ours run so) is imported here first,
-# by the modules below, and then run again as __main__; runpy warns of that with a line before
-# the command's own output. The module's second copy holds no state the first needs (a command
-# line reads files and prints), so the line says nothing a user can act on.
-warnings.filterwarnings("ignore", category=RuntimeWarning, module="runpy",
-                        message=r"'code_t5\.[\w.]+' found in sys\.modules after import of package")
 
 
 def gin_configs_dir() -> str:

@@ -131,8 +131,8 @@ def model_window(prefix: str, feature, input_length: int) -> str:
 
 def eval_steps(model_dir: str, task: str, split: str = "validation") -> List[int]:
   """The checkpoint steps whose full-line eval of `task` is in `model_dir`, in order."""
-  from code_t5 import files, summaries  # pylint: disable=g-import-not-at-top
-  prefix = os.path.join(summaries.eval_dir(model_dir, split), task)
+  from code_t5 import files, run_records  # pylint: disable=g-import-not-at-top
+  prefix = os.path.join(run_records.eval_dir(model_dir, split), task)
   return sorted(int(path[len(prefix) + 1:-len("_predictions")])
                 for path in files.glob(f"{prefix}_*_predictions")
                 if path[len(prefix) + 1:-len("_predictions")].isdigit())
@@ -141,8 +141,8 @@ def eval_steps(model_dir: str, task: str, split: str = "validation") -> List[int
 def eval_outputs(model_dir: str, task: str, split: str = "validation", step=None):
   """(step, targets, predictions) of the eval of `task` in `model_dir` at `step` (default:
   the latest)."""
-  from code_t5 import files, summaries  # pylint: disable=g-import-not-at-top
-  prefix = os.path.join(summaries.eval_dir(model_dir, split), task)
+  from code_t5 import files, run_records  # pylint: disable=g-import-not-at-top
+  prefix = os.path.join(run_records.eval_dir(model_dir, split), task)
   steps = eval_steps(model_dir, task, split)
   if not steps or (step is not None and step not in steps):
     raise FileNotFoundError(f"{prefix}_{step or '<step>'}_predictions: no full-line eval of "
@@ -207,22 +207,22 @@ def score(targets: Sequence[str], predictions: Sequence[str]) -> Dict[str, float
 
 def compare(model_dir: str, task_name: str, split: str = "validation") -> dict:
   """The model's latest full-line eval of `task_name` and the baselines on its examples;
-  copy-window reads the window the eval read (its record, summaries.eval_lengths: a decoding
+  copy-window reads the window the eval read (its record, run_records.eval_lengths: a decoding
   can read more than the run trained on), or for an eval from before that record the run's
   (its operative_config.gin)."""
-  from code_t5 import summaries, tasks  # pylint: disable=g-import-not-at-top
+  from code_t5 import run_records, tasks  # pylint: disable=g-import-not-at-top
   tasks.check_split(task_name, split)  # first: a split not built is why no eval ran
   step, targets, model = eval_outputs(model_dir, task_name, split)
   examples = task_examples(task_name, split, len(targets))
   if [t for _, t in examples] != targets:
     raise ValueError(f"{model_dir}: the eval's targets are not the first {len(targets)} "
                      f"examples of {task_name}'s {split} split (another data dir?)")
-  lengths = (summaries.eval_lengths(model_dir, split)
-             or summaries.run_bindings(model_dir).get("sequence_length") or {})
+  lengths = (run_records.eval_lengths(model_dir, split)
+             or run_records.run_bindings(model_dir).get("sequence_length") or {})
   if "inputs" not in lengths:
     raise ValueError(f"{model_dir}/operative_config.gin: no utils.run.sequence_length")
   input_length = lengths["inputs"]
-  read_as_the_run(model_dir, summaries.eval_window_stride(model_dir, split))
+  read_as_the_run(model_dir, run_records.eval_window_stride(model_dir, split))
   ngram, train_files, train_tokens = fit_ngram(task_name)
   completions = {"model": model, **baseline_predictions(
       task_name, [p for p, _ in examples], input_length, ngram)}

@@ -14,121 +14,24 @@ import sys
 
 from code_t5 import errors
 from code_t5 import files
-from code_t5 import gin_config
-from code_t5 import progress
-
-# Written by code_t5/progress.py every few steps; mesh-tf's own `loss` only every 100.
-LOSS_TAGS = ("code_t5/loss", "loss")
-# A train-and-eval run's record of its evals and its best checkpoint (code_t5/modes/train_eval.py).
-TRAIN_EVAL_RECORD = "train_eval.json"
-
-
-def train_eval_record(model_dir: str):
-  """The record a train-and-eval run keeps in `model_dir`, or None (no eval recorded yet)."""
-  path = os.path.join(model_dir, TRAIN_EVAL_RECORD)
-  return json.loads(files.read_text(path)) if files.exists(path) else None
-
-
-# The lengths an eval read, in its eval dir (written by `install`'s eval_model): a decoding can read a longer
-# window than the training's (gin_configs/decoding_lengths.gin), and copy-window reads the same.
-EVAL_LENGTHS = "sequence_length.json"
-# And where its window could start (code_t5.window_stride), beside it.
-EVAL_WINDOW_STRIDE = "window_stride.json"
-
-
-def eval_dir(model_dir: str, split: str = "validation") -> str:
-  """Where mesh-tf's eval_model writes an eval of `split` (its metrics' events, the inputs,
-  targets and each step's predictions) when no eval_summary_dir or suffix is given."""
-  return os.path.join(model_dir, f"{split}_eval")
-
-
-def _eval_record(model_dir: str, split: str, name: str, default):
-  """The JSON record `name` that the latest eval of `split` wrote beside its outputs, or
-  `default` for an eval from before that record was kept."""
-  path = os.path.join(eval_dir(model_dir, split), name)
-  return json.loads(files.read_text(path)) if files.exists(path) else default
-
-
-def eval_lengths(model_dir: str, split: str = "validation"):
-  """utils.run.sequence_length of the latest full-line eval of `split` in `model_dir`, or None
-  (an eval from before the record was kept)."""
-  return _eval_record(model_dir, split, EVAL_LENGTHS, None)
-
-
-def eval_window_stride(model_dir: str, split: str = "validation") -> int:
-  """code_t5.window_stride of the latest full-line eval of `split` in `model_dir` (1, any line
-  start, for an eval from before the record was kept)."""
-  return _eval_record(model_dir, split, EVAL_WINDOW_STRIDE, 1)
-
-
-def read_scalars(event_dir: str):
-  """{tag: [(step, wall_time, value)]} from every event file directly in `event_dir`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  scalars = {}
-  for path in files.glob(os.path.join(event_dir, "events.out.tfevents.*")):
-    for event in _events(path):
-      for value in event.summary.value:
-        if value.HasField("simple_value"):
-          number = value.simple_value
-        elif value.HasField("tensor") and not value.tensor.string_val:
-          number = float(tf.make_ndarray(value.tensor))
-        else:
-          continue
-        scalars.setdefault(value.tag, []).append((event.step, event.wall_time, number))
-  return scalars
-
-
-def _events(path: str):
-  """The events of one event file, up to a record cut short: a run killed while writing one
-  leaves it at the file's end, and `--resume` goes on in a new file (TensorBoard reads such a
-  file up to it too). Where that stops the reading, a progress line says so."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  read = 0
-  try:
-    for event in tf.compat.v1.train.summary_iterator(path):
-      yield event
-      read += 1
-  except tf.errors.DataLossError as error:
-    progress.say(f"{path}: read {read} events, then stopped: {error.message}")
-
-
-def run_bindings(model_dir: str) -> dict:
-  """{"arg": value} of `utils.run`'s literal bindings in the run's operative_config.gin ({} if
-  the run wrote none)."""
-  path = os.path.join(model_dir, "operative_config.gin")
-  if not files.exists(path):
-    return {}
-  return {name.rsplit(".", 1)[1]: value for name, value in gin_config.literal_bindings(path).items()
-          if name.rsplit(".", 1)[0] in ("run", "utils.run")}
-
-
-def per_step(model_dir: str) -> dict:
-  """What one training step reads: {"sequences", "token_positions"}, from the run's batch
-  size and sequence lengths. Token positions are sequences x (inputs + targets length),
-  padding included; a `tokens_per_batch` size is turned into sequences as mesh-tf does
-  (divided by the longest feature's length)."""
-  bindings = run_bindings(model_dir)
-  batch, lengths = bindings.get("batch_size"), bindings.get("sequence_length")
-  if not (isinstance(batch, tuple) and isinstance(lengths, dict) and lengths):
-    return {}
-  method, value = batch
-  sequences = value if method == "sequences_per_batch" else value // max(lengths.values())
-  return {"sequences": sequences, "token_positions": sequences * sum(lengths.values())}
+from code_t5 import run_records
 
 
 def summarize(model_dir: str, split: str = "validation") -> dict:
-  train = read_scalars(model_dir)
-  evals = read_scalars(eval_dir(model_dir, split))
+  """The run's training (loss curve's ends, steps, sequences and token positions), the latest
+  eval metrics of `split` and train-and-eval's best checkpoint, as a dict."""
+  train = run_records.read_scalars(model_dir)
+  evals = run_records.read_scalars(run_records.eval_dir(model_dir, split))
   summary = {"model_dir": model_dir}
   loss = sorted(train.get("loss", []))
   if loss:
     # The run's end: code_t5/progress.py's loss reaches the last step, mesh-tf's may not.
-    curve = sorted(next(train[tag] for tag in LOSS_TAGS if tag in train))
+    curve = sorted(next(train[tag] for tag in run_records.LOSS_TAGS if tag in train))
     summary["train"] = {"first_step": loss[0][0], "first_loss": round(loss[0][2], 4),
                         "last_step": max(curve[-1][0], loss[-1][0]),
                         "last_loss": round(curve[-1][2], 4),
                         "first_summary_wall_time": loss[0][1]}
-    step = per_step(model_dir)
+    step = run_records.per_step(model_dir)
     if step:
       summary["train"].update({k: v * summary["train"]["last_step"] for k, v in step.items()})
   metrics = {}
@@ -137,7 +40,7 @@ def summarize(model_dir: str, split: str = "validation") -> dict:
       step, _, value = max(values)
       metrics[tag[len("eval/"):]] = {"step": step, "value": round(value, 3)}
   summary["eval"] = metrics
-  record = train_eval_record(model_dir)
+  record = run_records.train_eval_record(model_dir)
   if record and record.get("best"):
     summary["best"] = dict(record["best"], metric=record["metric"],
                            model_dir=os.path.join(model_dir, "best"))
@@ -149,10 +52,10 @@ def plot(model_dir: str, path: str, split: str = "validation") -> None:
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")  # no display: a file only
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-  train = read_scalars(model_dir)
-  evals = read_scalars(eval_dir(model_dir, split))
+  train = run_records.read_scalars(model_dir)
+  evals = run_records.read_scalars(run_records.eval_dir(model_dir, split))
   figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-  for tag in LOSS_TAGS:
+  for tag in run_records.LOSS_TAGS:
     if tag in train:
       steps, _, values = zip(*sorted(train[tag]))
       left.plot(steps, values, marker="." if len(steps) < 50 else None, label=tag)

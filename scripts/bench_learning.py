@@ -216,9 +216,9 @@ def command_literals(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
 
 def positions_per_step(model_dir, model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   """(rows, inputs + targets) of a dev model step: the run's own once it has trained
-  (summaries.per_step); before, those of the command's bindings (command_literals)."""
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
-  step = summaries.per_step(model_dir)
+  (run_records.per_step); before, those of the command's bindings (command_literals)."""
+  from code_t5 import run_records  # pylint: disable=g-import-not-at-top
+  step = run_records.per_step(model_dir)
   if step:
     return step["sequences"], step["token_positions"] // step["sequences"]
   literals = command_literals(model_gin, gin_files, gin_params)
@@ -413,7 +413,7 @@ def main():
 
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import seqio  # pylint: disable=g-import-not-at-top
-  from code_t5 import baselines, metrics, summaries, tasks  # pylint: disable=g-import-not-at-top
+  from code_t5 import baselines, metrics, run_records, summaries, tasks  # pylint: disable=g-import-not-at-top
   del tasks  # registers the Tasks
   seqio.set_tfds_data_dir_override(args.data_dir)
   print("the baselines on the same examples ...", file=sys.stderr, flush=True)
@@ -450,7 +450,7 @@ def main():
   peer_wall = None
   if not args.no_peer:
     import gpt_peer  # pylint: disable=g-import-not-at-top
-    max_new = summaries.run_bindings(args.model_dir)["sequence_length"]["targets"]
+    max_new = run_records.run_bindings(args.model_dir)["sequence_length"]["targets"]
     # The peer's points, kept across a --resume as its checkpoint is.
     peer_curve_path = os.path.join(args.model_dir, "peer",
                                    f"curve{split_suffix(args.split)}.json")

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from code_t5 import metrics as metrics_lib
+from code_t5 import run_records
 from code_t5 import summaries
 from conftest import FIXTURE_RATIOS, REPO_ROOT, TINY_VOCAB_SIZE
 
@@ -292,9 +293,9 @@ def check_eval(ws, proc):
                            for n in names]
   assert f"{EVAL_EXAMPLES} validation examples of flcc_python_full_line" in proc.stdout
   # The eval recorded the window it read, and copy-window read that one, not the training's.
-  assert summaries.eval_lengths(model_dir) == EVAL_LENGTHS
+  assert run_records.eval_lengths(model_dir) == EVAL_LENGTHS
   # And where its window could start (tiny.gin's stride, 1), beside them.
-  with open(os.path.join(summaries.eval_dir(model_dir), summaries.EVAL_WINDOW_STRIDE)) as f:
+  with open(os.path.join(run_records.eval_dir(model_dir), run_records.EVAL_WINDOW_STRIDE)) as f:
     assert json.load(f) == 1
   assert f"copy-window reads the model's {EVAL_LENGTHS['inputs']}-token window" in proc.stdout
 
@@ -302,7 +303,7 @@ def check_eval(ws, proc):
 def check_train_and_eval(ws, proc):
   """Evals at every EVAL_EVERY steps, the best of them copied to best/, the summaries' line."""
   model_dir = os.path.join(ws, "runs", "dev_eval")
-  record = summaries.train_eval_record(model_dir)
+  record = run_records.train_eval_record(model_dir)
   assert [e["step"] for e in record["evals"]] == [3, TRAIN_STEPS], record
   best = record["best"]
   assert best["value"] == max(e["value"] for e in record["evals"])
@@ -315,7 +316,7 @@ def check_perplexity(ws, proc):
   del proc
   for task in ("flcc_python_full_line", "flcc_python_lm"):
     [eval_dir] = glob.glob(os.path.join(ws, "runs", "dev", f"eval_{task}_validation_*"))
-    scalars = summaries.read_scalars(eval_dir)
+    scalars = run_records.read_scalars(eval_dir)
     # Without utils.run.eval_checkpoint_step every kept checkpoint is evaluated (the tiny
     # model keeps one every 3 steps); the latest is the run's.
     step, _, nlp = max(scalars["neg_log_perplexity"])

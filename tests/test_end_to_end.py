@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from code_t5 import progress
+from code_t5 import run_records
 from code_t5 import summaries
 import mesh_main_runs
 from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, mesh_main_runs_command,
@@ -168,7 +169,7 @@ def test_training_writes_checkpoints_config_and_loss(trained_model_dir):
   train = summaries.summarize(trained_model_dir)["train"]
   assert train["first_step"] == 1
   assert 0 < train["first_loss"] < 20
-  [(step, _, rate)] = summaries.read_scalars(trained_model_dir)["learning_rate"]
+  [(step, _, rate)] = run_records.read_scalars(trained_model_dir)["learning_rate"]
   assert step == 1 and rate == pytest.approx(0.1)  # rsqrt(max(step, warmup 100))
 
 
@@ -189,7 +190,7 @@ def test_training_shows_progress_and_ends_with_one_summary_line(trained_model):
   losses = mesh_main_runs.losses(proc.stderr)
   assert len(losses) == TRAIN_STEPS
   written = {step: value for step, _, value in
-             summaries.read_scalars(model_dir)[progress.LOSS_TAG]}
+             run_records.read_scalars(model_dir)[progress.LOSS_TAG]}
   assert sorted(written) == [10, 20, 30]
   for step, value in written.items():
     assert value == pytest.approx(np.mean(losses[step - 10:step]), rel=1e-5)

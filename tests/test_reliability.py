@@ -339,11 +339,11 @@ def test_killed_training_continues_from_its_last_checkpoint(flcc_data_dir, tmp_p
 def test_an_event_file_cut_short_by_a_kill_is_read_up_to_the_cut(tmp_path, capfd):
   """A run killed while TF writes an event record leaves the record cut short at the end of
   its event file, and `--resume` writes a new file beside it. Reading the model dir's scalars
-  (code_t5.summaries, which the learning bench and train-and-eval's best checkpoint read)
+  (code_t5.run_records, which the learning bench and train-and-eval's best checkpoint read)
   takes every whole record of both and names the cut file on stderr; it once raised
   DataLossError, and the bench died after a 12.8M run resumed across sessions."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from code_t5 import summaries  # pylint: disable=g-import-not-at-top
+  from code_t5 import run_records  # pylint: disable=g-import-not-at-top
   moved = []
   for part, steps in (("killed", range(0, 5)), ("resumed", range(5, 8))):
     with tf.summary.create_file_writer(str(tmp_path / part)).as_default():
@@ -354,7 +354,7 @@ def test_an_event_file_cut_short_by_a_kill_is_read_up_to_the_cut(tmp_path, capfd
   killed = moved[0]
   assert [e.step for e in tf.compat.v1.train.summary_iterator(killed)][-1] == 4
   os.truncate(killed, os.path.getsize(killed) - 3)  # inside step 4's record
-  losses = summaries.read_scalars(str(tmp_path))["loss"]
+  losses = run_records.read_scalars(str(tmp_path))["loss"]
   assert [(step, value) for step, _, value in losses] == [
       (step, 10.0 - step) for step in (0, 1, 2, 3, 5, 6, 7)]
   assert f"{killed}: read " in capfd.readouterr().err

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from code_t5 import summaries
+from code_t5 import run_records
 from code_t5.modes import train_eval
 import mesh_main_runs
 from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command,
@@ -101,7 +101,7 @@ def test_evals_at_every_period_in_tensorboard_and_the_record(runs):
   model_dir, printed = runs["resumed"]
   record = train_eval.read_record(model_dir)
   assert [e["step"] for e in record["evals"]] == [10, 20, 30], record
-  scalars = summaries.read_scalars(os.path.join(model_dir, "validation_eval"))
+  scalars = run_records.read_scalars(os.path.join(model_dir, "validation_eval"))
   tag = "eval/flcc_python_full_line/edit_similarity"
   for e in record["evals"]:
     assert e["value"] == pytest.approx(
@@ -132,7 +132,7 @@ def test_the_best_checkpoint_is_the_argmax_and_outlives_the_rotation(runs):
   assert kept == {f"ckpt-{STEPS}"}  # keep_checkpoint_max = 1 rotated the others away
   # best/ is a model dir: its eval scores the best step with the metric the record holds.
   eval_dir, printed = runs["best"]
-  scalars = summaries.read_scalars(os.path.join(eval_dir, "validation_eval"))
+  scalars = run_records.read_scalars(os.path.join(eval_dir, "validation_eval"))
   assert train_eval.metric_value(scalars, best_step, "edit_similarity") == pytest.approx(
       max(values), abs=1e-6), printed[-2000:]
 
@@ -152,7 +152,7 @@ def test_a_plateau_lowers_the_rate_then_stops_the_run(runs):
   # TensorBoard's learning_rate: the shipped schedule (0.1 here, decaying linearly to 0 at
   # PLATEAU_STEPS; mesh-tf writes it at each segment's first step, computed at the step
   # before) times the factor in force when the segment began.
-  rates = sorted(summaries.read_scalars(model_dir)["learning_rate"])
+  rates = sorted(run_records.read_scalars(model_dir)["learning_rate"])
   assert [step for step, _, _ in rates] == [1, 11, 21], rates
   for step, _, rate in rates:
     factor = 0.5 if step > 20 else 1.0
@@ -214,7 +214,7 @@ def test_a_sibling_eval_follows_a_training_run_and_ends_by_itself(flcc_data_dir,
 
 
 def test_a_record_of_another_metric_is_refused(tmp_path):
-  (tmp_path / summaries.TRAIN_EVAL_RECORD).write_text(json.dumps(
+  (tmp_path / run_records.TRAIN_EVAL_RECORD).write_text(json.dumps(
       {"metric": "exact_match", "task": None, "split": "validation", "evals": [], "best": None}))
   with pytest.raises(ValueError, match="chose its best by exact_match"):
     train_eval.train_and_evaluate(

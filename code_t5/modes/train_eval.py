@@ -50,7 +50,7 @@ import gin
 from code_t5 import files
 from code_t5 import gin_config
 from code_t5 import progress
-from code_t5 import summaries
+from code_t5 import run_records
 
 BEST_DIR = "best"
 PINNED_DIR = "sibling_eval_reads"  # the copy of the checkpoint a sibling eval is reading
@@ -89,15 +89,15 @@ def wrapped_schedule(config):
   return {"utils.run.learning_rate_schedule": gin.config.ConfigurableReference(
       "code_t5.plateau_learning_rate", False),
           "code_t5.plateau_learning_rate.schedule": schedule}
-read_record = summaries.train_eval_record
+read_record = run_records.train_eval_record
 
 
 def record_path(model_dir: str) -> str:
-  return os.path.join(model_dir, summaries.TRAIN_EVAL_RECORD)
+  return os.path.join(model_dir, run_records.TRAIN_EVAL_RECORD)
 
 
 def metric_value(scalars: dict, step: int, metric: str, task: Optional[str] = None):
-  """The value of `metric` at `step` among an eval's scalars (summaries.read_scalars): the
+  """The value of `metric` at `step` among an eval's scalars (run_records.read_scalars): the
   named Task's, or the mean over every Task that reports it; None if none does."""
   values = []
   for tag, points in scalars.items():
@@ -226,14 +226,14 @@ def train_and_evaluate(estimator, vocabulary, sequence_length, batch_size, train
   global _lr_factor
   model_dir = estimator.model_dir
   record = _open_record(model_dir, metric, task, split)
-  eval_dir = summaries.eval_dir(model_dir, split)
+  eval_dir = run_records.eval_dir(model_dir, split)
 
   def evaluate(step):
     nonlocal record
     progress.say(f"eval of step {step} on {split} ...")
     mtf_utils.eval_model(estimator, vocabulary, sequence_length, batch_size, split, model_dir,
                          eval_dataset_fn, None, step)
-    value = metric_value(summaries.read_scalars(eval_dir), step, metric, task)
+    value = metric_value(run_records.read_scalars(eval_dir), step, metric, task)
     drops = len(record.get("lr_drops", []))
     record = update_record(model_dir, record, step, value, min_delta,
                            (lr_patience, lr_factor, lr_min_factor))
@@ -278,7 +278,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
   last_new = time.monotonic()
 
   def last_step():
-    return summaries.run_bindings(model_dir).get("train_steps")
+    return run_records.run_bindings(model_dir).get("train_steps")
 
   def finished():
     final = last_step()
@@ -313,7 +313,7 @@ def new_checkpoints(model_dir: str, skip_until: int = 0, poll_seconds: float = 5
                    f"keep_checkpoint_max before it could be copied ({rotated} so far): {e}")
       continue
     yield os.path.join(pinned, os.path.basename(path))
-    value = metric_value(summaries.read_scalars(summaries.eval_dir(model_dir, split)),
+    value = metric_value(run_records.read_scalars(run_records.eval_dir(model_dir, split)),
                          step, metric, task)
     record = update_record(model_dir, record, step, value, min_delta, checkpoint_dir=pinned)
     files.rmtree(pinned)
