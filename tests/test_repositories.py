@@ -155,6 +155,32 @@ def test_what_a_repository_cannot_give_is_named_once_skipped_and_counted(repos_d
   assert any("broken: git rev-parse failed: fatal: not a git repository" in w for w in warnings)
 
 
+def test_a_bare_repository_is_stored_as_its_checkout(tmp_path):
+  """What `git clone --bare` and `--mirror` write (and git servers keep: `team/service.git`)
+  has no work tree: the same HEAD, history and names as the checkout it was cloned from."""
+  work = str(tmp_path / "work" / "service")
+  flcc_git.play_history(work, [
+      {"a.py": _stdlib("bisect.py"), "lib/b.py": _stdlib("heapq.py")},
+      {"lib/b.py": _stdlib("heapq.py") + b"\n# changed\n", "c.py": ("rename", "a.py")},
+  ], first_time=1795370000)
+  repos = tmp_path / "repos"
+  flcc_git.git(str(tmp_path), "clone", "-q", "--bare", work, str(repos / "team" / "service.git"))
+  flcc_git.git(str(tmp_path), "clone", "-q", "--mirror", work, str(repos / "mirrored.git"))
+  flcc_git.git(str(tmp_path), "init", "-q", "--bare", str(repos / "team" / "empty.git"))
+  manifest = repositories.write_tree(str(repos), str(tmp_path / "tree"))
+  assert manifest["stored"]["git repositories"] == 2 and manifest["stored"]["folders"] == 0
+  assert manifest["skipped"][repositories.NO_COMMITS] == ["team/empty.git"]
+  head_files = [p for p in flcc_git.git(work, "ls-files", "-z").split("\0") if p.endswith(".py")]
+  for author, repo in (("team", "service"), ("local", "mirrored")):
+    stored, init_hash, metadata = _stored(str(tmp_path / "tree"), author, repo)
+    assert metadata == flcc_git.git(work, *flcc_git.GIT_LOG_METADATA)
+    assert init_hash == flcc_git.git(work, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert sorted(stored) == sorted(head_files) == ["c.py", "lib/b.py"]
+    for path, (time, content) in stored.items():
+      assert time == int(flcc_git.git(work, "log", "-1", "--pretty=%ct", "--", path))
+      assert content == open(os.path.join(work, path), "rb").read()
+
+
 def test_a_rerun_reuses_the_tree_and_a_new_commit_is_a_changed_input(tmp_path):
   repo = str(tmp_path / "repos" / "service")
   flcc_git.play_history(repo, [{"a.py": _stdlib("bisect.py")}, {"b.py": _stdlib("heapq.py")}],

@@ -87,9 +87,9 @@ def _languages(text):
 
 REPOS_DIR_HELP = (
     "a local folder of your own repositories (git checkouts need local disk; not gs://): "
-    "each git repository under it is one repository (its HEAD, with file times and METADATA "
-    "from git log), each folder holding none is one repository of its files; a broken one "
-    "is named, skipped and counted")
+    "each git repository under it, checkout or bare clone, is one repository (its HEAD, with "
+    "file times and METADATA from git log), each folder holding none is one repository of "
+    "its files; a broken one is named, skipped and counted")
 LANGUAGE_HELP = ("ours (python, cpp, csharp, ...) or the tree's own spelling "
                  "(Python, C++, C#, JavaScript, ...), any case")
 

@@ -1,13 +1,15 @@
 """A folder of one's own repositories as an FLCC v3 tree: `build --repos_dir=DIR`.
 
-Every git repository under DIR becomes one FLCC repository, stored as FLCC stored GitHub's:
-the files of HEAD (`git ls-tree`, contents by `git cat-file`), each named with the time of the
-last commit that touched it, and METADATA as `git log --pretty=%ct --name-status
+Every git repository under DIR (a checkout, or a bare repository as `git clone --mirror` and
+git servers keep them) becomes one FLCC repository, stored as FLCC stored GitHub's: the files
+of HEAD (`git ls-tree`, contents by `git cat-file`), each named with the time of the last
+commit that touched it, and METADATA as `git log --pretty=%ct --name-status
 --diff-filter=ACDMR` writes it. Its folder is the hash of its first commit, its author/repo
-the repository's place under DIR (`team/service` -> author `team`, repo `service`; a
-repository right under DIR has author `local`). A folder that holds no git repository is one
-repository of its files (hidden folders left out) with their modification times. Files of
-every language FLCC knows are stored (by extension); the build picks its --language.
+the repository's place under DIR (`team/service` -> author `team`, repo `service`; a bare
+`team/service.git` likewise; a repository right under DIR has author `local`). A folder that
+holds no git repository is one repository of its files (hidden folders left out) with their
+modification times. Files of every language FLCC knows are stored (by extension); the build
+picks its --language.
 
 What one repository cannot give -- git fails on it (a broken `.git`, no commit), or it holds no
 source file of a known language -- is named once, skipped and counted, as a tree build does
@@ -56,21 +58,39 @@ class Skipped(Exception):
 
 
 class Found(NamedTuple):
-  """A repository of DIR: its place under DIR (path parts), its folder, git or a plain one."""
+  """A repository of DIR: its place under DIR (path parts), its folder, git or a plain one,
+  and for git whether the folder is the git dir itself (a bare repository)."""
   parts: Tuple[str, ...]
   path: str
   is_git: bool
+  bare: bool = False
 
   @property
   def author_and_repo(self) -> Tuple[str, str]:
     *owner, repo = self.parts
+    if self.bare and repo.endswith(".git") and len(repo) > len(".git"):
+      repo = repo[:-len(".git")]  # `service.git`, as `git clone --bare` names it: `service`
     return ("__".join(owner) or LOCAL_AUTHOR), repo
+
+  @property
+  def git_dir(self) -> str:
+    return self.path if self.bare else os.path.join(self.path, ".git")
+
+
+def _is_bare(path: str) -> bool:
+  """A bare repository (`git clone --bare` or `--mirror`, a git server's storage): its git dir
+  is the folder itself, HEAD, objects/ and refs/ right in it, and there is no checkout."""
+  return (os.path.isfile(os.path.join(path, "HEAD")) and
+          os.path.isdir(os.path.join(path, "objects")) and
+          os.path.isdir(os.path.join(path, "refs")))
 
 
 def _is_git(path: str) -> bool:
-  """A folder with a `.git` folder, or a `.git` file (a submodule's or worktree's) naming a
-  git folder that is there. A submodule copied without its parent's `.git/modules` (as
-  source archives hold them) is a plain folder of files."""
+  """A bare repository, a folder with a `.git` folder, or a `.git` file (a submodule's or
+  worktree's) naming a git folder that is there. A submodule copied without its parent's
+  `.git/modules` (as source archives hold them) is a plain folder of files."""
+  if _is_bare(path):
+    return True
   dot_git = os.path.join(path, ".git")
   if not os.path.isfile(dot_git) or os.path.islink(dot_git):
     return os.path.lexists(dot_git)
@@ -106,7 +126,7 @@ def _scan(path: str, parts: Tuple[str, ...]) -> Tuple[str, List[Found]]:
   So `team/` holding `service/.git` is a container, and a project with a vendored submodule
   deep inside (`pkg/tests/data/.git`) is one folder repository, not split in pieces."""
   if _is_git(path):
-    return "git", [Found(parts, path, True)]
+    return "git", [Found(parts, path, True, _is_bare(path))]
   dirs, loose = _listed(path)
   if any(_is_source(e.name) for e in loose):
     return "folder", [Found(parts, path, False)]
@@ -123,7 +143,8 @@ def find(repos_dir: str) -> Tuple[List[Found], List[str]]:
   if not os.path.isdir(repos_dir):
     raise RepositoriesError(f"{repos_dir}: no such directory")
   if _is_git(repos_dir):
-    return [Found((os.path.basename(os.path.abspath(repos_dir)),), repos_dir, True)], []
+    return [Found((os.path.basename(os.path.abspath(repos_dir)),), repos_dir, True,
+                  _is_bare(repos_dir))], []
   dirs, loose = _listed(repos_dir)
   found = [repo for e in dirs for repo in _scan(e.path, (e.name,))[1]]
   if not found:
@@ -134,9 +155,11 @@ def find(repos_dir: str) -> Tuple[List[Found], List[str]]:
 
 def _run_git(repo: Found, *args: str, stdin: Optional[bytes] = None):
   """git on `repo` alone: --git-dir stops git from looking above it (a broken `.git` inside
-  another checkout would otherwise read that one)."""
-  command = ["git", f"--git-dir={os.path.join(repo.path, '.git')}",
-             f"--work-tree={repo.path}", "-c", "core.quotePath=false", *args]
+  another checkout would otherwise read that one). Only the object store is read (HEAD's
+  tree and history), never a work tree, so a bare repository reads as its checkout does."""
+  work_tree = [] if repo.bare else [f"--work-tree={repo.path}"]
+  command = ["git", f"--git-dir={repo.git_dir}", *work_tree, "-c", "core.quotePath=false",
+             *args]
   return subprocess.run(command, input=stdin, capture_output=True, check=False,
                         env=dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C"))
 
@@ -193,7 +216,7 @@ def read_git(repo: Found):
   head = _head(repo)
   roots = _git(repo, "rev-list", "--max-parents=0", head).decode().split()
   metadata = _git(repo, *GIT_LOG_METADATA, head).decode("utf-8", "replace")
-  times = _last_changed(flcc.parse_metadata(metadata, os.path.join(repo.path, ".git")))
+  times = _last_changed(flcc.parse_metadata(metadata, repo.git_dir))
   head_time = int(_git(repo, "log", "-1", "--pretty=%ct", head).decode().strip())
   wanted = []
   for line in _git(repo, "ls-tree", "-r", "-z", "--full-tree", head).split(b"\0"):
