@@ -86,6 +86,21 @@ def test_two_repositories_for_three_splits_warn_in_one_line(tmp_path):
   assert [report["splits"][s]["repositories"] for s in flcc.SPLITS] == [1, 1, 0]
 
 
+def test_every_empty_splits_line_gives_the_ratios_that_leave_out_all_of_them():
+  """One repository fills train alone: the ratios given leave out validation and test both
+  (each split's own fix alone was followed by the other's warning)."""
+  counts = {"train": {"files": 9, "repositories": 1},
+            "validation": {"files": 0, "repositories": 0}, "test": {"files": 0, "repositories": 0}}
+  assert flcc.split_warnings(counts, (0.9, 0.05, 0.05)) == [
+      f"{split} split is empty (ratio 0.05; 1 repository with kept files in all): add "
+      "repositories, or leave them (validation, test) out with --ratios=1,0,0"
+      for split in ("validation", "test")]
+  counts["validation"] = {"files": 3, "repositories": 1}
+  assert flcc.split_warnings(counts, (0.8, 0.1, 0.1)) == [
+      "test split is empty (ratio 0.1; 2 repositories with kept files in all): add "
+      "repositories, or leave it out with --ratios=0.8889,0.1111,0"]
+
+
 def test_a_dataset_split_before_balancing_is_reused_when_large_and_refused_when_small(tmp_path):
   """Datasets built before splits were balanced recorded no split method: all were hash splits."""
   tree = write_tree(str(tmp_path / "tree"), SIZES[5])

@@ -434,7 +434,7 @@ def missing_split_message(data_dir: str, language: str, split: str) -> str:
     # Too few repositories to go round: free one by leaving out the other held-out split.
     other = [s for s in nonzero if s != split and ratio[s] < max(ratios)][0]
     why = f"its {repositories} repositories with kept files cannot fill {len(nonzero)} splits"
-    fix = flcc.without_split(ratios, other)
+    fix = flcc.without_splits(ratios, [other])
   else:
     placed = ", ".join(f"{counts.get(s, {}).get('repositories', 0)} in {s}" for s in flcc.SPLITS)
     why = (f"it was split by {report.get('split_method') or flcc.HASH} ({placed} repositories); "

@@ -174,9 +174,9 @@ def ratios_text(ratios: Sequence[float]) -> str:
   return ",".join(f"{r:g}" for r in ratios)
 
 
-def without_split(ratios: Sequence[float], split: str) -> Tuple[float, ...]:
-  """`ratios` with `split` at 0 and the others scaled up to sum to 1."""
-  kept = [0.0 if s == split else r for s, r in zip(SPLITS, ratios)]
+def without_splits(ratios: Sequence[float], splits: Sequence[str]) -> Tuple[float, ...]:
+  """`ratios` with `splits` at 0 and the others scaled up to sum to 1."""
+  kept = [0.0 if s in splits else r for s, r in zip(SPLITS, ratios)]
   return tuple(round(r / sum(kept), 4) for r in kept) if sum(kept) else tuple(kept)
 
 
@@ -195,12 +195,16 @@ def split_warnings(splits: Dict[str, dict], ratios: Sequence[float]) -> List[str
   repositories = sum(counts["repositories"] for counts in splits.values())
   if not total:
     return []
-  empty = [
-      f"{split} split is empty (ratio {ratio:g}; {repositories} repositories with kept files "
-      f"in all): add repositories, or leave it out with "
-      f"--ratios={ratios_text(without_split(ratios, split))}"
-      for split, ratio in zip(SPLITS, ratios) if ratio > 0 and not splits[split]["files"]]
-  return empty or [
+  ratio_of = dict(zip(SPLITS, ratios))
+  empty = [split for split in SPLITS if ratio_of[split] > 0 and not splits[split]["files"]]
+  # Each line gives the ratios that leave out every empty split: one that left out its own
+  # split alone would be followed by the next line's warning.
+  leave_out = "it" if len(empty) == 1 else f"them ({', '.join(empty)})"
+  held = f"{repositories} repositor{'y' if repositories == 1 else 'ies'} with kept files in all"
+  return [f"{split} split is empty (ratio {ratio_of[split]:g}; {held}): add repositories, or "
+          f"leave {leave_out} out with "
+          f"--ratios={ratios_text(without_splits(ratios, empty))}"
+          for split in empty] or [
       f"{split} split holds {100 * splits[split]['files'] / total:.1f}% of the kept files "
       f"(ratio {ratio:g}): {splits[split]['repositories']} of {repositories} repositories; the "
       f"tree's repositories are too few or too uneven in size to come closer"
