@@ -7,6 +7,7 @@ minute for the same code path."""
 
 
 import json
+import shutil
 
 import pytest
 
@@ -131,6 +132,22 @@ def test_a_shared_vocabulary_samples_each_language_alike_and_keeps_the_contract(
   # Rerun: the finished vocabulary is kept.
   again = run_data_cli("vocab", f"--data_dir={data_dir}", "--languages=python,java,javascript")
   assert "vocabulary exists" in again.stdout
+
+
+def test_a_vocabulary_smaller_than_asked_says_so(three_languages, tmp_path):
+  """A language with little data has fewer distinct pieces than asked: sentencepiece stops
+  there, and the line that names the vocabulary says so (it said only its size)."""
+  data_dir = str(tmp_path / "data")
+  shutil.copytree(three_languages, data_dir)
+  proc = run_data_cli("vocab", f"--data_dir={data_dir}", "--language=javascript",
+                      "--vocab_size=32000")
+  size = vocabulary.load_processor(vocabulary.vocab_path(data_dir, "javascript")).GetPieceSize()
+  assert size < 32000
+  assert f": {size} pieces (32000 asked: the training text holds no more" in proc.stdout, \
+      proc.stdout
+  proc = run_data_cli("vocab", f"--data_dir={data_dir}", "--language=javascript",
+                      f"--vocab_size={size}", "--overwrite")
+  assert f": {size} pieces, " in proc.stdout, proc.stdout
 
 
 def test_a_shared_vocabulary_over_a_language_not_built_is_one_line(three_languages):

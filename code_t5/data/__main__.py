@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import sys
+from typing import Optional
 
 from code_t5 import errors
 from code_t5 import files
@@ -207,19 +208,32 @@ def _chars_per_token_text(processor, data_dir, language):
           f"({builder.missing_split_message(data_dir, language, 'validation')})")
 
 
+def _pieces_text(processor, asked: Optional[int] = None) -> str:
+  """"N pieces", and where a training just run stopped below the size asked, why: a small
+  corpus (a language with little data) has fewer distinct pieces, and sentencepiece stops
+  there (vocab.train_sentencepiece) rather than fail."""
+  size = processor.GetPieceSize()
+  if asked and size < asked:
+    return (f"{size} pieces ({asked} asked: the training text holds no more; a model reads "
+            f"the vocabulary's own size)")
+  return f"{size} pieces"
+
+
 def cmd_vocab(args) -> None:
   if getattr(args, "languages", None):  # `dev` trains one language's
     cmd_shared_vocab(args)
     return
   path = vocabulary.vocab_path(args.data_dir, args.language)
+  asked = None
   if files.exists(path) and not args.overwrite:
     print(f"vocabulary exists: {path} (--overwrite to retrain)")
   else:
     texts = _train_texts(args.data_dir, args.language)
     print(f"training sentencepiece ({args.vocab_size} pieces) on {len(texts)} files ...")
     vocabulary.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
+    asked = args.vocab_size
   processor = vocabulary.load_processor(path)
-  print(f"vocabulary: {path}: {processor.GetPieceSize()} pieces, "
+  print(f"vocabulary: {path}: {_pieces_text(processor, asked)}, "
         + _chars_per_token_text(processor, args.data_dir, args.language))
 
 
@@ -228,7 +242,7 @@ def cmd_shared_vocab(args) -> None:
   languages = sorted(set(args.languages))
   path = vocabulary.vocab_path(args.data_dir, vocabulary.SHARED)
   sampling = vocab_lib.sampling_path(args.data_dir)
-  trained_on = languages
+  trained_on, asked = languages, None
   if files.exists(path) and not args.overwrite:
     trained_on = sorted(json.loads(files.read_text(sampling))["languages"])
     if trained_on != languages:
@@ -243,8 +257,9 @@ def cmd_shared_vocab(args) -> None:
     # The record first: the model's presence is what says the vocabulary is finished.
     vocab_lib.save_sampling(args.data_dir, record)
     vocabulary.save(path, vocab_lib.train_sentencepiece(texts, args.vocab_size))
+    asked = args.vocab_size
   processor = vocabulary.load_processor(path)
-  print(f"vocabulary: {path}: {processor.GetPieceSize()} pieces, shared by "
+  print(f"vocabulary: {path}: {_pieces_text(processor, asked)}, shared by "
         f"{', '.join(trained_on)} (sample: {sampling})")
   width = max(map(len, trained_on))
   for language in trained_on:
