@@ -75,6 +75,7 @@ def _make_repositories(root: str) -> None:
   with open(os.path.join(root, "plain", "vendor", "lib", "stat.py"), "wb") as f:
     f.write(_stdlib("stat.py"))
   os.utime(os.path.join(root, "plain", "vendor", "lib", "stat.py"), (PLAIN_MTIME, PLAIN_MTIME))
+  os.symlink("keyword.py", os.path.join(root, "plain", "alias.py"))  # not stored, counted
   os.makedirs(os.path.join(root, "plain", ".venv"))  # hidden: left out
   with open(os.path.join(root, "plain", ".venv", "site.py"), "w") as f:
     f.write("hidden = True\n")
@@ -149,6 +150,8 @@ def test_what_a_repository_cannot_give_is_named_once_skipped_and_counted(repos_d
   assert manifest["stored"] == {"git repositories": 2 + len(OTHERS), "folders": 1,
                                 "files": 5 + 2 * len(OTHERS) + 3}
   assert manifest["outside_any_repository"] == 1
+  assert manifest["files_left_out"] == {repositories.LINKS: 1, repositories.SUBMODULES: 0,
+                                        repositories.UNREADABLE_FILES: 0}  # plain/alias.py
   warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
   for name in ("broken", "no_commits", "docs", "loose.py"):
     assert sum(os.path.join(repos_dir, name) in w for w in warnings) == 1, (name, warnings)
@@ -163,6 +166,12 @@ def test_a_bare_repository_is_stored_as_its_checkout(tmp_path):
       {"a.py": _stdlib("bisect.py"), "lib/b.py": _stdlib("heapq.py")},
       {"lib/b.py": _stdlib("heapq.py") + b"\n# changed\n", "c.py": ("rename", "a.py")},
   ], first_time=1795370000)
+  # A link to a source file and a submodule: not stored, counted.
+  os.symlink("c.py", os.path.join(work, "link.py"))
+  flcc_git.git(work, "update-index", "--add", "--cacheinfo",
+               f"160000,{flcc_git.git(work, 'rev-parse', 'HEAD').strip()},vendor/lib")
+  flcc_git.git(work, "add", "link.py")
+  flcc_git.git(work, "commit", "-q", "-m", "link and submodule", date=1795370200)
   repos = tmp_path / "repos"
   flcc_git.git(str(tmp_path), "clone", "-q", "--bare", work, str(repos / "team" / "service.git"))
   flcc_git.git(str(tmp_path), "clone", "-q", "--mirror", work, str(repos / "mirrored.git"))
@@ -170,7 +179,12 @@ def test_a_bare_repository_is_stored_as_its_checkout(tmp_path):
   manifest = repositories.write_tree(str(repos), str(tmp_path / "tree"))
   assert manifest["stored"]["git repositories"] == 2 and manifest["stored"]["folders"] == 0
   assert manifest["skipped"][repositories.NO_COMMITS] == ["team/empty.git"]
-  head_files = [p for p in flcc_git.git(work, "ls-files", "-z").split("\0") if p.endswith(".py")]
+  assert manifest["files_left_out"] == {repositories.LINKS: 2, repositories.SUBMODULES: 2,
+                                        repositories.UNREADABLE_FILES: 0}  # of the two clones
+  assert repositories.summary(manifest).endswith(
+      "; left out of the stored repositories: symbolic links 2, submodules 2")
+  head_files = [line.split("\t")[1] for line in flcc_git.git(work, "ls-files", "-s").splitlines()
+                if line.startswith("100644 ") and line.endswith(".py")]  # regular files only
   for author, repo in (("team", "service"), ("local", "mirrored")):
     stored, init_hash, metadata = _stored(str(tmp_path / "tree"), author, repo)
     assert metadata == flcc_git.git(work, *flcc_git.GIT_LOG_METADATA)

@@ -43,6 +43,13 @@ NO_COMMITS = "no commits"
 NO_SOURCE_FILES = "no source files"
 UNREADABLE_FOLDER = "unreadable folder"
 SKIP_REASONS = (GIT_FAILED, NO_COMMITS, NO_SOURCE_FILES, UNREADABLE_FOLDER)
+# Why an entry of a stored repository was not stored: a link to a source file (its target is
+# stored where it lies in the repository, if there), a submodule (a repository of its own:
+# put its checkout in DIR to store it), a file the folder's reader could not open.
+LINKS = "symbolic links"
+SUBMODULES = "submodules"
+UNREADABLE_FILES = "unreadable files"
+LEFT_OUT_REASONS = (LINKS, SUBMODULES, UNREADABLE_FILES)
 
 
 class RepositoriesError(Exception):
@@ -211,8 +218,10 @@ def _blobs(repo: Found, entries: List[Tuple[str, str]],
       offset = header_end + 1 + size + 1
 
 
-def read_git(repo: Found):
-  """(init hash, METADATA, [(path, content, time)]) of HEAD of a git repository."""
+def read_git(repo: Found, left_out: Optional[collections.Counter] = None):
+  """(init hash, METADATA, [(path, content, time)]) of HEAD of a git repository; what of HEAD
+  is not stored is counted in `left_out` by reason (LEFT_OUT_REASONS)."""
+  left_out = collections.Counter() if left_out is None else left_out
   head = _head(repo)
   roots = _git(repo, "rev-list", "--max-parents=0", head).decode().split()
   metadata = _git(repo, *GIT_LOG_METADATA, head).decode("utf-8", "replace")
@@ -226,15 +235,22 @@ def read_git(repo: Found):
     mode, kind, oid = meta.decode().split()
     path = path.decode("utf-8", "replace")
     # Regular files only: links (120000) and submodules (commit) hold no code of their own.
-    if kind == "blob" and mode in ("100644", "100755") and _is_source(path):
-      wanted.append((oid, path))
+    if kind == "commit":
+      left_out[SUBMODULES] += 1
+    elif _is_source(path):
+      if kind == "blob" and mode in ("100644", "100755"):
+        wanted.append((oid, path))
+      elif mode == "120000":
+        left_out[LINKS] += 1
   stored = [(path, content, times.get(path, head_time))
             for path, content in _blobs(repo, wanted)]
   return roots[-1], metadata, stored
 
 
-def _folder_files(repo: Found) -> List[Tuple[str, str]]:
-  """(path under the folder, absolute path) of its source files, hidden folders left out."""
+def _folder_files(repo: Found, left_out: Optional[collections.Counter] = None
+                  ) -> List[Tuple[str, str]]:
+  """(path under the folder, absolute path) of its source files, hidden folders left out;
+  links to source files are counted in `left_out`."""
   result = []
 
   def fail(error):
@@ -245,22 +261,28 @@ def _folder_files(repo: Found) -> List[Tuple[str, str]]:
     for name in sorted(filenames):
       if _is_source(name):
         full = os.path.join(dirpath, name)
-        if os.path.isfile(full) and not os.path.islink(full):
+        if os.path.islink(full):
+          if left_out is not None:
+            left_out[LINKS] += 1
+        elif os.path.isfile(full):
           result.append((os.path.relpath(full, repo.path).replace(os.sep, "/"), full))
   return result
 
 
-def read_folder(repo: Found):
+def read_folder(repo: Found, left_out: Optional[collections.Counter] = None):
   """(init hash, METADATA, [(path, content, time)]) of a folder that is not a git repository:
-  its files at their modification times, METADATA one commit adding them at the newest."""
+  its files at their modification times, METADATA one commit adding them at the newest;
+  what is not stored is counted in `left_out` by reason."""
+  left_out = collections.Counter() if left_out is None else left_out
   stored = []
-  for path, full in _folder_files(repo):
+  for path, full in _folder_files(repo, left_out):
     try:
       with open(full, "rb") as f:
         content = f.read()
       stored.append((path, content, int(os.stat(full).st_mtime)))
     except OSError as e:
       log.warning("%s: unreadable (%s); left out", full, e.strerror or e)
+      left_out[UNREADABLE_FILES] += 1
   newest = max((time for _, _, time in stored), default=0)
   init_hash = hashlib.sha1(("folder:" + "/".join(repo.parts)).encode("utf-8")).hexdigest()
   return init_hash, tree_writer.git_log_of_one_commit(newest, [p for p, _, _ in stored]), stored
@@ -302,7 +324,7 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
     log.warning("%s: %d source files lie right in it, outside any repository (e.g. %s); "
                 "left out: put them in a folder of their own to include them",
                 repos_dir, len(outside), outside[0])
-  counts = collections.Counter()
+  counts, left_out = collections.Counter(), collections.Counter()
   skipped: Dict[str, List[str]] = collections.defaultdict(list)
   with files_lib.local_dir_written_whole(out_dir) as partial:
     v3 = os.path.join(partial, "v3")
@@ -310,8 +332,10 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
     os.makedirs(os.path.join(v3, "languages"))
     for repo in tqdm(found, desc=f"read {repos_dir}", unit=" repositories", mininterval=1):
       name = "/".join(repo.parts)
+      repo_left_out = collections.Counter()  # counted only where the repository is stored
       try:
-        init_hash, metadata, stored = read_git(repo) if repo.is_git else read_folder(repo)
+        init_hash, metadata, stored = (read_git if repo.is_git else read_folder)(repo,
+                                                                                 repo_left_out)
         if not stored:
           raise Skipped(NO_SOURCE_FILES, f"{repo.path}: no file of a language FLCC knows "
                                          f"({', '.join(sorted(tree_writer.EXTENSION_LANGUAGE))})")
@@ -323,6 +347,7 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
         counts["files"] += tree_writer.write_repository(v3, author, repo_name, init_hash,
                                                         stored, metadata)
         counts["git" if repo.is_git else "folders"] += 1
+        left_out.update(repo_left_out)
     if not counts["files"]:
       raise RepositoriesError(
           f"{repos_dir}: none of its {len(found)} repositories could be stored ("
@@ -330,7 +355,8 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
     manifest.update(
         stored={"git repositories": counts["git"], "folders": counts["folders"],
                 "files": counts["files"]},
-        skipped={reason: skipped.get(reason, []) for reason in SKIP_REASONS})
+        skipped={reason: skipped.get(reason, []) for reason in SKIP_REASONS},
+        files_left_out={reason: left_out[reason] for reason in LEFT_OUT_REASONS})
     with open(os.path.join(partial, MANIFEST), "w") as f:
       json.dump(manifest, f, indent=1, sort_keys=True)
   manifest["reused"] = False
@@ -342,7 +368,11 @@ def summary(manifest: dict) -> str:
   stored = manifest["stored"]
   skipped = ", ".join(f"{reason} {len(names)}" for reason, names in manifest["skipped"].items()
                       if names) or "none"
+  # (A tree written before files_left_out was recorded has none.)
+  left_out = ", ".join(f"{reason} {count}"
+                       for reason, count in manifest.get("files_left_out", {}).items() if count)
   return (f"{stored['git repositories']} git repositories and {stored['folders']} folders, "
           f"{stored['files']} source files; repositories skipped: {skipped}; source files "
-          f"outside any repository: {manifest['outside_any_repository']}")
+          f"outside any repository: {manifest['outside_any_repository']}"
+          + (f"; left out of the stored repositories: {left_out}" if left_out else ""))
 
