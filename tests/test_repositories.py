@@ -6,6 +6,7 @@ near-duplicate pair), a broken `.git`, a repository with no commit, a plain fold
 of no code and a loose file. What the tree stores is checked against what git itself says.
 """
 
+import glob
 import json
 import os
 import sysconfig
@@ -193,6 +194,31 @@ def test_a_bare_repository_is_stored_as_its_checkout(tmp_path):
     for path, (time, content) in stored.items():
       assert time == int(flcc_git.git(work, "log", "-1", "--pretty=%ct", "--", path))
       assert content == open(os.path.join(work, path), "rb").read()
+
+
+def test_a_repository_git_fails_on_partway_is_skipped_and_leaves_nothing(tmp_path, monkeypatch):
+  """Contents are read and written a few files at a time (BLOBS_PER_CALL); where git fails on a
+  later file (its object lost), what was written of that repository is removed and it is
+  skipped and counted, the others stored."""
+  repos = tmp_path / "repos"
+  damaged = str(repos / "damaged")
+  modules = OTHERS["gamma"] + ["glob.py"]
+  flcc_git.play_history(damaged, [{name: _stdlib(name) for name in modules}],
+                        first_time=1795370000)
+  flcc_git.play_history(str(repos / "whole"), [{"cmd.py": _stdlib("cmd.py")}],
+                        first_time=1795370000)
+  last = flcc_git.git(damaged, "rev-parse", "HEAD:glob.py").strip()  # the last of ls-tree's
+  os.remove(os.path.join(damaged, ".git", "objects", last[:2], last[2:]))
+  monkeypatch.setattr(repositories, "BLOBS_PER_CALL", 1)
+  tree = tmp_path / "tree"
+  manifest = repositories.write_tree(str(repos), str(tree))
+  assert manifest["skipped"][repositories.GIT_FAILED] == ["damaged"]
+  assert manifest["stored"] == {"git repositories": 1, "folders": 0, "files": 1}
+  # (include_hidden: the stored files lie under languages/Python/.py/)
+  assert not glob.glob(str(tree / "v3" / "**" / "damaged"), recursive=True, include_hidden=True)
+  assert [os.path.basename(path) for path in glob.glob(
+      str(tree / "v3" / "languages" / "**" / "*.py"), recursive=True, include_hidden=True)
+          if os.path.isfile(path)] == ["cmd_1795370000.py"]
 
 
 def test_a_rerun_reuses_the_tree_and_a_new_commit_is_a_changed_input(tmp_path):

@@ -21,9 +21,13 @@ git needs the checkouts on local disk: DIR is local (`gs://` is for data dirs, n
 """
 
 import collections
+import contextlib
+import glob
 import hashlib
+import itertools
 import json
 import os
+import shutil
 import subprocess
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
@@ -199,10 +203,16 @@ def _last_changed(commits) -> Dict[str, int]:
   return times
 
 
+# Files one `git cat-file --batch` call reads: a repository's content is read and written
+# this many files at a time, never held whole (a monorepo can hold gigabytes of source).
+BLOBS_PER_CALL = 500
+
+
 def _blobs(repo: Found, entries: List[Tuple[str, str]],
-           per_call: int = 500) -> Iterator[Tuple[str, bytes]]:
+           per_call: Optional[int] = None) -> Iterator[Tuple[str, bytes]]:
   """(path, content) of each (object id, path), read by `git cat-file --batch`, `per_call`
-  files at a time (a repository's whole content is not held at once)."""
+  (BLOBS_PER_CALL) files at a time."""
+  per_call = per_call or BLOBS_PER_CALL
   for start in range(0, len(entries), per_call):
     chunk = entries[start:start + per_call]
     out = _git(repo, "cat-file", "--batch",
@@ -219,8 +229,9 @@ def _blobs(repo: Found, entries: List[Tuple[str, str]],
 
 
 def read_git(repo: Found, left_out: Optional[collections.Counter] = None):
-  """(init hash, METADATA, [(path, content, time)]) of HEAD of a git repository; what of HEAD
-  is not stored is counted in `left_out` by reason (LEFT_OUT_REASONS)."""
+  """(init hash, METADATA, an iterator of (path, content, time)) of HEAD of a git repository,
+  the contents read as the iterator is (git can still fail then: Skipped); what of HEAD is not
+  stored is counted in `left_out` by reason (LEFT_OUT_REASONS)."""
   left_out = collections.Counter() if left_out is None else left_out
   head = _head(repo)
   roots = _git(repo, "rev-list", "--max-parents=0", head).decode().split()
@@ -242,8 +253,8 @@ def read_git(repo: Found, left_out: Optional[collections.Counter] = None):
         wanted.append((oid, path))
       elif mode == "120000":
         left_out[LINKS] += 1
-  stored = [(path, content, times.get(path, head_time))
-            for path, content in _blobs(repo, wanted)]
+  stored = ((path, content, times.get(path, head_time))
+            for path, content in _blobs(repo, wanted))  # read as it is written
   return roots[-1], metadata, stored
 
 
@@ -303,6 +314,29 @@ def state(repo: Found) -> str:
     return "unreadable"
 
 
+@contextlib.contextmanager
+def _removed_if_skipped(v3: str, author: str, repo: str, init_hash: str):
+  """Removes what the block wrote of a repository new to the tree where it raises Skipped (git
+  failing on a file partway through), so that no repository is stored in part."""
+  meta_dir = os.path.join(v3, "repositories", author, repo, init_hash)
+  new = not os.path.isdir(meta_dir)
+  try:
+    yield
+  except Skipped:
+    if new:
+      # (include_hidden: an extension's folder, `.py`, starts with a dot)
+      for written in [meta_dir] + glob.glob(
+          os.path.join(glob.escape(v3), "languages", "*", "*", glob.escape(author),
+                       glob.escape(repo), glob.escape(init_hash)), include_hidden=True):
+        shutil.rmtree(written, ignore_errors=True)
+        for parent in (os.path.dirname(written), os.path.dirname(os.path.dirname(written))):
+          try:
+            os.rmdir(parent)  # its repo and author folders, unless another repository's
+          except OSError:
+            break
+    raise
+
+
 def _manifest(repos_dir: str, found: List[Found], outside: List[str]) -> dict:
   return {"repos_dir": os.path.abspath(repos_dir),
           "repositories": {"/".join(repo.parts): state(repo) for repo in found},
@@ -336,16 +370,20 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
       try:
         init_hash, metadata, stored = (read_git if repo.is_git else read_folder)(repo,
                                                                                  repo_left_out)
-        if not stored:
+        stored = iter(stored)
+        first = next(stored, None)
+        if first is None:
           raise Skipped(NO_SOURCE_FILES, f"{repo.path}: no file of a language FLCC knows "
                                          f"({', '.join(sorted(tree_writer.EXTENSION_LANGUAGE))})")
+        author, repo_name = repo.author_and_repo
+        with _removed_if_skipped(v3, author, repo_name, init_hash):
+          written = tree_writer.write_repository(v3, author, repo_name, init_hash,
+                                                 itertools.chain([first], stored), metadata)
       except Skipped as e:
         log.warning("%s (repository skipped)", e)
         skipped[e.reason].append(name)
       else:
-        author, repo_name = repo.author_and_repo
-        counts["files"] += tree_writer.write_repository(v3, author, repo_name, init_hash,
-                                                        stored, metadata)
+        counts["files"] += written
         counts["git" if repo.is_git else "folders"] += 1
         left_out.update(repo_left_out)
     if not counts["files"]:
