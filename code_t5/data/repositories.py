@@ -208,13 +208,11 @@ def _last_changed(commits) -> Dict[str, int]:
 BLOBS_PER_CALL = 500
 
 
-def _blobs(repo: Found, entries: List[Tuple[str, str]],
-           per_call: Optional[int] = None) -> Iterator[Tuple[str, bytes]]:
-  """(path, content) of each (object id, path), read by `git cat-file --batch`, `per_call`
-  (BLOBS_PER_CALL) files at a time."""
-  per_call = per_call or BLOBS_PER_CALL
-  for start in range(0, len(entries), per_call):
-    chunk = entries[start:start + per_call]
+def _blobs(repo: Found, entries: List[Tuple[str, str]]) -> Iterator[Tuple[str, bytes]]:
+  """(path, content) of each (object id, path), read by `git cat-file --batch`,
+  BLOBS_PER_CALL files at a time."""
+  for start in range(0, len(entries), BLOBS_PER_CALL):
+    chunk = entries[start:start + BLOBS_PER_CALL]
     out = _git(repo, "cat-file", "--batch",
                stdin="".join(f"{oid}\n" for oid, _ in chunk).encode("ascii"))
     offset = 0
@@ -318,7 +316,7 @@ def state(repo: Found) -> str:
 def _removed_if_skipped(v3: str, author: str, repo: str, init_hash: str):
   """Removes what the block wrote of a repository new to the tree where it raises Skipped (git
   failing on a file partway through), so that no repository is stored in part."""
-  meta_dir = os.path.join(v3, "repositories", author, repo, init_hash)
+  meta_dir = tree_writer.repository_meta_dir(v3, author, repo, init_hash)
   new = not os.path.isdir(meta_dir)
   try:
     yield

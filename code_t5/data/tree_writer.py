@@ -48,6 +48,12 @@ EXTENSION_LANGUAGE = {ext: language for language, (_, extensions) in flcc.LANGUA
                       for ext in extensions}
 
 
+def repository_meta_dir(v3: str, author: str, repo: str, init_hash: str) -> str:
+  """`repositories/<author>/<repo>/<init hash>/`: a stored repository's paths.json, files.json
+  and METADATA."""
+  return os.path.join(v3, "repositories", author, repo, init_hash)
+
+
 def write_repository(v3: str, author: str, repo: str, init_hash: str,
                      files: Iterable[Tuple[str, bytes, int]], metadata: str,
                      language: Optional[str] = None) -> int:
@@ -57,7 +63,7 @@ def write_repository(v3: str, author: str, repo: str, init_hash: str,
   content, unix time)); names that would collide get the next free second, as FLCC's do.
   Beside it, `repositories/<author>/<repo>/<init hash>/` holds paths.json, files.json and
   `metadata` (METADATA, as `git log` wrote it). Returns how many files were stored."""
-  meta_dir = os.path.join(v3, "repositories", author, repo, init_hash)
+  meta_dir = repository_meta_dir(v3, author, repo, init_hash)
   os.makedirs(meta_dir, exist_ok=True)
   paths, counts = {}, {}
   for path, content, time in files:
