@@ -88,19 +88,21 @@ def next_token_counts(sequence, source_length: int, vocab_size: int, order: int,
   if n == 0:
     return np.zeros(vocab_size, np.float32)
   last = n - 1
-  index = np.arange(n)
-  agree = index + 1 < source_length
-  longest = np.zeros(n, bool)
-  for k in range(max_order):
-    mine = sequence[max(last - k, 0)]
-    theirs = np.concatenate([np.zeros(min(k, n), np.int64), sequence[:max(n - k, 0)]])
-    agree &= (index - k >= 0) & (last - k >= 0) & (theirs == mine)
-    if k + 1 < order:
-      continue
-    if agree.any():
-      longest = agree.copy()
-  following = np.concatenate([sequence[1:], [0]])
-  return np.bincount(following[longest], minlength=vocab_size)[:vocab_size].astype(np.float32)
+  # The ends j of the runs that match the last k + 1 tokens, for k = 0, 1, ...: one pass over
+  # the prefix for the last token (j + 1 < source_length: the token after j is the prefix's),
+  # then only those ends are checked a token further back. A step costs a comparison over the
+  # prefix, not max_order of them: a session's whole-file cache holds tens of thousands.
+  ends = np.flatnonzero(sequence[:max(min(source_length, n) - 1, 0)] == sequence[last])
+  longest = ends[:0]
+  for k in range(min(max_order, n)):
+    if k:
+      ends = ends[ends >= k]
+      ends = ends[sequence[ends - k] == sequence[last - k]]
+    if not len(ends):
+      break  # no longer run matches either
+    if k + 1 >= order:
+      longest = ends  # the longest run with a match wins
+  return np.bincount(sequence[longest + 1], minlength=vocab_size)[:vocab_size].astype(np.float32)
 
 
 def log_softmax(logits):

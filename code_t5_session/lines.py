@@ -37,17 +37,26 @@ def line_similarity(target: str, prediction: str) -> float:
   return 1.0 - editdistance.eval(target, prediction) / longest if longest else 1.0
 
 
+def _similarity_bound(length: int, other_length: int) -> float:
+  """The most `line_similarity` can be for stripped lines of these lengths."""
+  longest = max(length, other_length)
+  return 1.0 - abs(length - other_length) / longest if longest else 1.0
+
+
 def copy_similar_line(prefix: str) -> str:
   """Rest of the earlier line that shares the longest start with the line being typed."""
   *earlier, typed = prefix.split("\n")
   best, best_common = None, -1
+  beats = ""  # what a line must start with to share more than the best so far
   for line in reversed(earlier):  # nearest first, so it keeps a tie
     line = line.rstrip("\r")
-    if len(line) <= len(typed):
+    if len(line) <= len(typed) or not line.startswith(beats):
       continue
     common = len(os.path.commonprefix([line, typed]))
-    if common > best_common:
-      best, best_common = line, common
+    best, best_common = line, common
+    if common == len(typed):
+      break  # all of the typed line: no line further back shares more
+    beats = typed[:common + 1]
   return "" if best is None else best[len(typed):]
 
 
@@ -79,15 +88,34 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   if not any(place):
     return ""
   best, best_similarity = "", -1.0
+  # An edit distance is at least the two lengths' difference, which bounds each line's
+  # similarity from above. A place whose bounds cannot beat the best so far, or reach
+  # min_similarity, cannot be the answer: its remaining distances are not computed (in a
+  # long file, most of them). Bounds and similarities are summed in one order, so that a
+  # bound rounds at or above its similarity.
+  place_lengths = [len(line) for line in place]
+
+  def hopeless(similarities):
+    mean = sum(similarities) / context_lines
+    return mean <= best_similarity or mean < min_similarity
   # The place ending at earlier[i] is followed by earlier[i + 1]; nearest first.
   for i in range(len(earlier) - 2, context_lines - 2, -1):
     line = earlier[i + 1]
     if len(line) <= len(typed) or not line.startswith(typed):
       continue
-    similarity = sum(line_similarity(ours, theirs) for ours, theirs in
-                     zip(place, stripped[i - context_lines + 1:i + 1])) / context_lines
-    if similarity > best_similarity:
-      best, best_similarity = line[len(typed):], similarity
+    theirs = stripped[i - context_lines + 1:i + 1]
+    similarities = [_similarity_bound(mine, len(other))
+                    for mine, other in zip(place_lengths, theirs)]
+    if hopeless(similarities):
+      continue
+    for k in range(context_lines):
+      similarities[k] = line_similarity(place[k], theirs[k])
+      if hopeless(similarities):
+        break
+    else:
+      best, best_similarity = line[len(typed):], sum(similarities) / context_lines
+      if best_similarity == 1.0:
+        break  # the same lines: no place further back is more alike
   return best if best_similarity >= min_similarity else ""
 
 

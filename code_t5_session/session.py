@@ -184,7 +184,8 @@ class Session:
     # copy_from="file" the file's lines before the window, and first of all the text after
     # the cursor's line (first: the cache looks for the run that ends the source and
     # decoding's tokens, which must be the window's end).
-    source = self._after_ids(after) + before + kept if self.copy_from == "file" else kept
+    source = np.asarray(self._after_ids(after) + before + kept if self.copy_from == "file"
+                        else kept, np.int64)  # an array once a call: the file's can be long
     typed_text = "".join(self.healing.texts[t] for t in typed)
     inputs = [0] + kept  # mesh-tf's inputs: each position reads the token before it
     read_before = self.model.read_count
@@ -193,7 +194,8 @@ class Session:
     written, log_prob = [], 0.0
     for _ in range(self.steps):
       if cache["weight"]:
-        counts = decoding.next_token_counts(source + written, len(source), len(logits),
+        sequence = np.concatenate([source, np.array(written, np.int64)])
+        counts = decoding.next_token_counts(sequence, len(source), len(logits),
                                             cache["order"], cache["max_order"])
         scores = decoding.mixed_log_probs(logits, counts, cache["weight"])
       else:

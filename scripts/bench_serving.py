@@ -28,9 +28,11 @@ length: `read` is the floor, and the line's length and the decoding do the rest.
 
 With --typing=DIR (an export of `python -m code_t5.session_export`), it replays typing
 sessions instead, as an editor asks: for each of the first --lines full-line examples of the
-validation split (held-out repositories), the cursor jumps to the start of the example's line
-(after its indentation) and the line is typed to its end one character at a time, a
-suggestion asked at the start and after each character, each prefix extending the last. Each
+validation split (held-out repositories; with --min_prefix_chars=N, of those with at least N
+characters of their file before the line: the lines of large files), the cursor jumps to the
+start of the example's line (after its indentation) and the line is typed to its end one
+character at a time, a suggestion asked at the start and after each character, each prefix
+extending the last. Each
 served model answers every keystroke, in a process of its own at each --threads count:
      session float / int8   code_t5_session.Session on DIR's float32 or 8-bit weights: the
                             state kept between calls, the shown suggestion kept while typed
@@ -40,7 +42,10 @@ served model answers every keystroke, in a process of its own at each --threads 
 per-call p50 / p95 / p99, the decoded calls' p50, the first call of each line (a jump) and
 the process's first call,
 the share answered without decoding, the tokens the model read a call, and the process's peak
-RSS; a table, JSON and a PNG of the latency distribution (--png). With --equality, the same
+RSS (with --repository_dir=DIR, each session is first given DIR's .py files as its
+repository, Session.set_repository, and the time to index them is reported; with
+--session_copy_from=file its copy cache reads the whole file before the cursor); a table,
+JSON and a PNG of the latency distribution (--png). With --equality, the same
 session (float) also types each of those examples' line up to its cursor and completes there
 (decoding, not the kept suggestion), against the SavedModel's from-scratch completion of the
 same prefix: the count that are equal; and the edit similarity of the float and 8-bit
@@ -129,6 +134,17 @@ start = time.perf_counter()
 session = Session(job["export"], weights=job["weights"], threads=job["threads"],
                   copy_from=job.get("copy_from", "window"), consensus=job.get("consensus", False))
 load_s = time.perf_counter() - start
+files = []  # the repository's: every .py file under it, as an editor passes a project's
+if job.get("repository"):
+  import os
+  for root, dirs, names in os.walk(job["repository"]):
+    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    for name in sorted(n for n in names if n.endswith(".py")):
+      with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+        files.append((os.path.relpath(os.path.join(root, name), job["repository"]), f.read()))
+  start = time.perf_counter()
+  session.set_repository(files)
+index_s = time.perf_counter() - start if files else 0.0
 calls = []
 for head, line, code, end in job["lines"]:  # the prefixes head + line[:k], k = code .. end
   for k in range(code, end + 1):
@@ -146,7 +162,8 @@ for head, line, code, end, *after in job["typed_to_cursor"]:
   if session.consensus:
     consensus.append(session.consensus_of(head + line[:end], greedy).text)
 print(json.dumps({"load_s": load_s, "calls": calls, "completions": completions,
-                  "consensus": consensus, "peak_rss_mb": peak_rss_mb()}))
+                  "consensus": consensus, "peak_rss_mb": peak_rss_mb(),
+                  "repository_files": len(files), "index_s": index_s}))
 """
 
 
@@ -227,22 +244,39 @@ def run_typing(args, threads):
   from code_t5 import baselines, evaluation, metrics  # pylint: disable=g-import-not-at-top
   seqio.set_tfds_data_dir_override(args.data_dir)
   count = max(args.lines, args.equality)
-  examples = baselines.task_examples(EVAL_TASK, args.split, count)
+  if args.min_prefix_chars:  # the split's examples in large files, in its order
+    examples = [(p, t) for p, t in baselines.task_examples(EVAL_TASK, args.split, -1)
+                if p.rfind("\n") + 1 >= args.min_prefix_chars][:count]
+    if not examples:
+      sys.exit(f"bench_serving: no {args.split} example has {args.min_prefix_chars} characters "
+               "of its file before the cursor's line: give a smaller --min_prefix_chars")
+  else:
+    examples = baselines.task_examples(EVAL_TASK, args.split, count)
   lines = [typed_line(p, t) for p, t in examples[:args.lines]]
   checked = examples[:args.equality]
   cursor_steps = [typed_to_cursor(p) for p, _ in checked]
   keystrokes = sum(end - code + 1 for _, _, code, end in lines)
-  print(f"typing {len(lines)} lines, {keystrokes} keystrokes", file=sys.stderr)
+  file_chars = int(np.median([len(head) for head, *_ in lines])) if lines else 0
+  print(f"typing {len(lines)} lines, {keystrokes} keystrokes, {file_chars:,} characters of "
+        "the file before the line at the median", file=sys.stderr)
   results, completions = [], {}
   for weights in args.weights.split(","):
     for count_threads in threads:
       job = {"export": args.typing, "weights": weights, "threads": count_threads,
              "lines": lines, "typed_to_cursor": cursor_steps if count_threads == threads[0] else [],
-             "consensus": args.consensus}
+             "consensus": args.consensus, "copy_from": args.session_copy_from,
+             "repository": args.repository_dir}
       measured = typing_client(job)
       first = measured["calls"][0][1] if measured["calls"] else 0.0
-      served = f"session {weights}" + (", consensus" if args.consensus else "")
+      served = f"session {weights}" + (", consensus" if args.consensus else "") + (
+          f", copy_from={args.session_copy_from}" if args.session_copy_from != "window" else ""
+      ) + (", a repository" if args.repository_dir else "")
       results.append(typing_summary(served, count_threads, measured, first))
+      if args.repository_dir:
+        results[-1].update(repository_files=measured["repository_files"],
+                           index_s=measured["index_s"])
+        print(f"{served}: a repository of {measured['repository_files']} files, indexed in "
+              f"{measured['index_s']:.1f} s", file=sys.stderr)
       if job["typed_to_cursor"]:
         completions[weights] = measured["completions"]
         if args.consensus:
@@ -259,6 +293,7 @@ def run_typing(args, threads):
       print(f"SavedModel {name}, {count_threads} thread(s): p50 {results[-1]['p50_ms']:.1f} ms",
             file=sys.stderr)
   report = {"typing": args.typing, "lines": len(lines), "keystrokes": keystrokes,
+            "min_prefix_chars": args.min_prefix_chars, "median_file_chars": file_chars,
             "results": results}
   if checked and args.consensus:  # each session's consensus line against its greedy line
     targets = [t for _, t in checked]
@@ -500,6 +535,16 @@ def main(argv=None):
                            "with the copy cache reading the whole file before the cursor")
   parser.add_argument("--split", default="validation",
                       help="--typing: the split whose full-line examples are typed")
+  parser.add_argument("--min_prefix_chars", type=int, default=0,
+                      help="--typing: only examples with at least this many characters of "
+                           "their file before the cursor's line: the lines of large files")
+  parser.add_argument("--session_copy_from", default="window", choices=("window", "file"),
+                      help="--typing: what the sessions' copy cache reads (Session's "
+                           "copy_from): the model's window or the whole file before the cursor")
+  parser.add_argument("--repository_dir", default=None,
+                      help="--typing: a local folder whose .py files each session is given as "
+                           "its repository (Session.set_repository; an export of a model "
+                           "trained with repository_context.gin), as an editor passes a project")
   parser.add_argument("--consensus", action="store_true",
                       help="--typing: sessions of Session(consensus=True), the consensus line "
                            "of the greedy line and the prefix's two copies; with --equality, "
@@ -511,6 +556,10 @@ def main(argv=None):
                                   "float" in args.weights.split(",")):
     sys.exit("bench_serving: --copy_from_file compares the float session's completions: give "
              "--typing, --equality and float in --weights")
+  if (args.session_copy_from != "window" or args.repository_dir) and args.equality:
+    sys.exit("bench_serving: --equality holds the sessions to the SavedModel, which reads "
+             "neither the file before its window nor a repository: time "
+             "--session_copy_from=file and --repository_dir apart")
   if args.typing:
     require_dataset("bench_serving", args.data_dir)
     return run_typing(args, threads)

@@ -3,7 +3,10 @@ copy-next's as evidence, the candidate that agrees most with it chosen; the mode
 the same of the model's lines alone. Infer's use of both, on a trained model:
 tests/test_memorisation.py."""
 
+import collections
 import math
+import os
+import random
 
 import gin
 import pytest
@@ -95,6 +98,54 @@ def test_what_followed_a_like_place_is_evidence_and_gin_restores_the_same_line_r
     assert consensus.consensus_line(prefix, lines, scores)[0] == "return got"
   finally:
     gin.clear_config()
+
+
+def _copy_line_as_defined(prefix):
+  """copy-line's definition, every earlier line scored (the library's scan stops early)."""
+  *earlier, typed = prefix.split("\n")
+  shares = [(len(os.path.commonprefix([line, typed])), -i, line)
+            for i, line in enumerate(line.rstrip("\r") for line in reversed(earlier))
+            if len(line) > len(typed)]
+  return max(shares)[2][len(typed):] if shares else ""
+
+
+def _copy_next_as_defined(prefix, context_lines, min_similarity, max_lines):
+  """copy-next's definition, every place's similarity computed (the library's scan leaves
+  out places whose bound cannot win)."""
+  *earlier, typed = prefix.split("\n")
+  earlier = [""] * (context_lines - 1) + [line.rstrip("\r") for line in earlier[-max_lines:]]
+  stripped = [line.strip() for line in earlier]
+  place = stripped[-context_lines:]
+  if len(earlier) < context_lines + 1 or not any(place):
+    return ""
+  scored = [(sum(metrics.line_similarity(ours, theirs) for ours, theirs in
+                 zip(place, stripped[i - context_lines + 1:i + 1])) / context_lines, i,
+             earlier[i + 1][len(typed):])
+            for i in range(context_lines - 1, len(earlier) - 1)
+            if len(earlier[i + 1]) > len(typed) and earlier[i + 1].startswith(typed)]
+  best = max(scored, default=None)  # the nearest (highest i) of equal similarities
+  return best[2] if best and best[0] >= min_similarity else ""
+
+
+@pytest.mark.parametrize("context_lines, min_similarity, max_lines",
+                         [(2, 0.5, 4096), (1, 1.0, 4096), (3, 0.0, 4096), (2, 0.75, 6)])
+def test_the_copies_are_their_definitions_on_random_files(context_lines, min_similarity,
+                                                           max_lines):
+  # Few distinct lines, so that starts, places and ties repeat; CRLF and blank lines too.
+  rng = random.Random(context_lines * 100 + max_lines)
+  words = ["x = 1", "x = 2", "y", "return x", "if x:", "", "  ", "\tpass", "ab", "a b"]
+  found = collections.Counter()
+  for _ in range(1500):
+    text = "\n".join(rng.choice(["", "    "]) + rng.choice(words) + rng.choice(["", "c", "\r"])
+                     for _ in range(rng.randrange(1, 30)))
+    prefix = text[:rng.randrange(len(text) + 1)]
+    copied = _copy_line_as_defined(prefix)
+    assert copying.lines.copy_similar_line(prefix) == copied, prefix
+    following = _copy_next_as_defined(prefix, context_lines, min_similarity, max_lines)
+    assert copying.lines.copy_next_line(prefix, context_lines, min_similarity,
+                                        max_lines) == following, prefix
+    found.update(copy_line=bool(copied), copy_next=bool(following))
+  assert found["copy_line"] > 500 and found["copy_next"] > 20, found
 
 
 def test_the_models_consensus_chooses_among_the_models_lines_only():

@@ -874,21 +874,28 @@ def test_a_session_reads_the_repository_context_as_infer_does(session_exports, t
 
 
 @pytest.mark.slow
-def test_the_serving_bench_replays_typing_sessions(causal, session_exports, tmp_path):
+def test_the_serving_bench_replays_typing_sessions(causal, session_exports, memorise_data,
+                                                   tmp_path):
   """scripts/bench_serving.py --typing on the session export and the healed SavedModel: a
   latency per keystroke of each, the kept suggestions counted, and the equality check of
-  the session's completions at the examples' cursors with the SavedModel's."""
+  the session's completions at the examples' cursors with the SavedModel's; the lines of the
+  examples with the most of their file before the line (--min_prefix_chars) alone."""
   [saved_model] = glob.glob(os.path.join(causal["healed_export_dir"], "[0-9]*"))
   out, png = tmp_path / "typing.json", tmp_path / "typing.png"
+  heads = [prefix.rfind("\n") + 1 for prefix, _ in memorise_data[2]]
+  min_chars = sorted(heads)[len(heads) // 3]
+  typed = [head for head in heads if head >= min_chars][:3]
+  assert any(head < min_chars for head in heads[:3])  # what the flag leaves out
   proc = subprocess.run(
       [PYTHON, os.path.join(REPO_ROOT, "scripts", "bench_serving.py"),
        f"--model_dir={causal['model_dir']}", f"--data_dir={causal['data_dir']}",
        f"--typing={session_exports['healed']}", f"--saved_model=healed={saved_model}",
        "--split=train", "--lines=3", "--equality=6", "--threads=1", f"--json={out}",
-       f"--png={png}", "--copy_from_file"], cwd=REPO_ROOT, capture_output=True, text=True,
-      env=QUIET_TF)
+       f"--png={png}", "--copy_from_file", f"--min_prefix_chars={min_chars}"],
+      cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
   assert proc.returncode == 0, proc.stderr[-3000:]
   report = json.loads(out.read_text())
+  assert report["median_file_chars"] == sorted(typed)[1]  # the median of 3
   served = [r["served"] for r in report["results"]]
   assert served == ["session float", "session int8", "SavedModel healed (from scratch)"]
   for result in report["results"]:

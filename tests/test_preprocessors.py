@@ -1,5 +1,7 @@
 """Preprocessors and metrics on hand-written snippets, in eager TF."""
 
+import random
+
 import pytest
 import tensorflow as tf
 
@@ -183,6 +185,40 @@ def test_retrieval_puts_the_best_matching_lines_last_and_marks_them():
       "// pkg/")
   assert retrieval.RepositoryIndex([UTIL], "python").context("while True:\n    pass") == ""
   assert retrieval.RepositoryIndex([UTIL], "python").context("   \n") == ""
+
+
+def _context_as_defined(index, prefix, query_lines, min_similarity):
+  """RepositoryIndex.context's choice by its definition, with no budget: every window's
+  Jaccard similarity to the query, best first (ties to the earlier file and window), each
+  taken unless it overlaps one taken before; the best last."""
+  query = retrieval.words("\n".join(prefix.split("\n")[-query_lines:]))
+  ranked = sorted((-len(query & found) / len(query | found), order, start, path, text)
+                  for order, start, path, text, found in index.windows)
+  taken = []
+  for similarity, order, start, path, text in ranked:
+    if query and -similarity >= min_similarity and all(
+        o != order or abs(s - start) >= index.window_lines for o, s, _ in taken):
+      taken.append((order, start, f"# {path}\n{text}\n"))
+  return "".join(snippet for *_, snippet in reversed(taken)) + "# ---\n" if taken else ""
+
+
+def test_retrieval_takes_the_windows_of_its_definition_on_random_repositories():
+  # Few words, so that similarities tie often.
+  rng = random.Random(5)
+  vocabulary = ["a", "b", "c", "d", "x y", "1", "self.a", ""]
+  chose = 0
+  for _ in range(300):
+    files = [(f"f{i}.py", "\n".join(" ".join(rng.choice(vocabulary) for _ in range(3))
+                                    for _ in range(rng.randrange(0, 20))))
+             for i in range(rng.randrange(1, 5))]
+    index = retrieval.RepositoryIndex(files, "python", window_lines=rng.choice([1, 2, 4]))
+    prefix = "\n".join(rng.choice(vocabulary) for _ in range(rng.randrange(1, 12)))
+    query_lines, min_similarity = rng.choice([1, 3, 10]), rng.choice([0.0, 0.1, 0.5])
+    expected = _context_as_defined(index, prefix, query_lines, min_similarity)
+    assert index.context(prefix, max_tokens=10_000, query_lines=query_lines,
+                         min_similarity=min_similarity) == expected, prefix
+    chose += expected.count("# f") > 1
+  assert chose > 100
 
 
 def test_every_flcc_language_has_a_comment_mark():
