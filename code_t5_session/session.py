@@ -24,6 +24,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from code_t5_session import retrieval
 from code_t5_session.model import CachedModel, model_path
 
 CONFIG = "session.json"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 VOCABULARY = "spm.model"
 
 
@@ -116,7 +118,7 @@ class Session:
     options = self.config["repository_context"]
     text = retrieval.context_of(self._repository, prefix, options)
     if text != self._context[0]:
-      self._context = (text, self.processor.encode(text) if text else [])
+      self._context = (text, self._ids(text) if text else [])
     budget = retrieval.token_budget(options["max_tokens"], self.config["inputs_length"])
     return decoding.window(self._context[1], budget, self.config["newline_id"])
 
@@ -131,14 +133,23 @@ class Session:
     the export encodes it: sentencepiece breaks ties between equal segmentations of a run of
     spaces by its running score, which the text before the run changes, so a line encoded
     alone can come out in other pieces (measured: 3 of the first 40 validation examples)."""
-    ids = self.processor.encode(prefix)
+    ids = self._ids(prefix)
     window = decoding.window(ids, self.config["inputs_length"] - context_length,
                              self.config["newline_id"], self.config.get("window_stride", 1))
     return ids[:len(ids) - len(window)], window
 
+  def _ids(self, text: str):
+    """`text`'s pieces. A lone surrogate (what Python's surrogateescape makes of a byte that is
+    not UTF-8, as an editor may decode a file) has no UTF-8, which sentencepiece reads: it is
+    read as U+FFFD, the character a UTF-8 decoder puts for such a byte."""
+    try:
+      return self.processor.encode(text)
+    except TypeError:  # "not a string": sentencepiece could not convert it to UTF-8
+      return self.processor.encode(_LONE_SURROGATE.sub("\ufffd", text))
+
   def _after_ids(self, after: str):
     if after != self._after[0]:
-      self._after = (after, self.processor.encode(after))
+      self._after = (after, self._ids(after))
     return self._after[1]
 
   def suggest(self, prefix: str, after: str = "") -> Suggestion:

@@ -749,6 +749,21 @@ def test_the_shown_suggestion_is_kept_while_typed_along(session_exports):
   assert session.complete(prefix).text == first.text  # from the kept state, as from scratch
 
 
+def test_a_lone_surrogate_in_the_editors_text_reads_as_a_replacement_character(
+    session_exports):
+  """What Python's surrogateescape makes of a byte that is not UTF-8 (a file an editor
+  decoded so) has no UTF-8: the session reads it as U+FFFD, in the prefix and the text after
+  the cursor, instead of failing the keystroke."""
+  from code_t5_session import Session  # pylint: disable=g-import-not-at-top
+  undecodable = b"# caf\xe9\n".decode("utf-8", "surrogateescape")
+  prefix = "import threading\n" + undecodable + "from collections import deque\n\n\nclass "
+  replaced = Session(session_exports["cached"], threads=1, copy_from="file")
+  expected = replaced.complete(prefix.replace("\udce9", "\ufffd"), after="x = 1\n\ufffd\n")
+  session = Session(session_exports["cached"], threads=1, copy_from="file")
+  got = session.complete(prefix, after="x = 1\n\udce9\n")
+  assert (got.text, got.log_prob) == (expected.text, expected.log_prob) and got.read > 20
+
+
 @pytest.mark.slow
 def test_a_consensus_session_suggests_the_consensus_of_its_greedy_line_and_the_copies(
     session_exports):
