@@ -38,6 +38,14 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 VOCABULARY = "spm.model"
 
 
+def without_lone_surrogates(text: str) -> str:
+  """`text` with each lone surrogate -- what Python's surrogateescape makes of a byte that is
+  not UTF-8, and JSON's "\\udce9" -- as U+FFFD, the character a UTF-8 decoder puts for such a
+  byte: a lone surrogate has no UTF-8, which sentencepiece and TensorFlow read. A session
+  reads an editor's text so, infer its JSON lines (code_t5/modes/json_lines.py)."""
+  return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 @dataclasses.dataclass(frozen=True)
 class Suggestion:
   """The rest of the line, and what it cost.
@@ -139,13 +147,12 @@ class Session:
     return ids[:len(ids) - len(window)], window
 
   def _ids(self, text: str):
-    """`text`'s pieces. A lone surrogate (what Python's surrogateescape makes of a byte that is
-    not UTF-8, as an editor may decode a file) has no UTF-8, which sentencepiece reads: it is
-    read as U+FFFD, the character a UTF-8 decoder puts for such a byte."""
+    """`text`'s pieces, a lone surrogate read as U+FFFD (`without_lone_surrogates`: an
+    editor may decode a file with surrogateescape)."""
     try:
       return self.processor.encode(text)
     except TypeError:  # "not a string": sentencepiece could not convert it to UTF-8
-      return self.processor.encode(_LONE_SURROGATE.sub("\ufffd", text))
+      return self.processor.encode(without_lone_surrogates(text))
 
   def _after_ids(self, after: str):
     if after != self._after[0]:

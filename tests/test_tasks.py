@@ -476,6 +476,22 @@ def test_infer_reads_the_text_after_the_line_only_when_the_cache_does(tmp_path):
     gin.clear_config()
 
 
+def test_infer_reads_a_lone_surrogate_of_its_json_lines_as_a_replacement_character(tmp_path):
+  """JSON spells a lone surrogate ("\\udce9": json.dumps of a file read with surrogateescape);
+  it has no UTF-8 for TensorFlow or the vocabulary, and a session reads it as U+FFFD: so does
+  infer, in every string of a record, and the strings around it stay as they were."""
+  path = tmp_path / "prefixes.jsonl"
+  record = {"prefix": b"# caf\xe9\nx = ".decode("utf-8", "surrogateescape"), "after": "\u00e9",
+            "repository": [{"path": "a\udcff.py", "content": "y = 2\n"}], "n": 3}
+  path.write_text(json.dumps(record) + "\n")
+  assert "\\udce9" in path.read_text()
+  [(number, parsed)] = json_lines.read_json_lines(str(path))
+  assert (number, parsed) == (1, {"prefix": "# caf\ufffd\nx = ", "after": "\u00e9",
+                                  "repository": [{"path": "a\ufffd.py", "content": "y = 2\n"}],
+                                  "n": 3})
+  assert json_lines.records_of([(number, parsed)], str(path)) == [("# caf\ufffd\nx = ",)]
+
+
 def test_infer_reads_the_repository_context_as_the_task_does(data_dir_override, tmp_path):
   """A record that carries its repository's other files (in the split's order) gets the
   inputs the Task gives its example, the context and the window both cut to length."""

@@ -16,6 +16,7 @@ import json
 import tensorflow.compat.v1 as tf
 
 from code_t5 import files
+from code_t5_session.session import without_lone_surrogates
 
 
 class PrefixFileError(ValueError):
@@ -23,6 +24,19 @@ class PrefixFileError(ValueError):
 
 
 _NOT_JSON = object()  # a line json.loads refused
+
+
+def _readable(value):
+  """`value` (parsed JSON) with every string's lone surrogates as U+FFFD, as a session reads
+  them (`without_lone_surrogates`): JSON can spell one ("\\udce9", as json.dumps writes a
+  file read with surrogateescape), which has no UTF-8 for the model's vocabulary."""
+  if isinstance(value, str):
+    return without_lone_surrogates(value)
+  if isinstance(value, list):
+    return [_readable(item) for item in value]
+  if isinstance(value, dict):
+    return {key: _readable(item) for key, item in value.items()}
+  return value
 
 
 def read_json_lines(path):
@@ -34,7 +48,7 @@ def read_json_lines(path):
     for number, line in enumerate(f, 1):
       if line.strip():
         try:
-          parsed.append((number, json.loads(line)))
+          parsed.append((number, _readable(json.loads(line))))
         except ValueError:
           parsed.append((number, _NOT_JSON))
   return parsed
