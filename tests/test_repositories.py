@@ -6,6 +6,7 @@ near-duplicate pair), a broken `.git`, a repository with no commit, a plain fold
 of no code and a loose file. What the tree stores is checked against what git itself says.
 """
 
+import filecmp
 import glob
 import json
 import os
@@ -198,27 +199,65 @@ def test_a_bare_repository_is_stored_as_its_checkout(tmp_path):
 
 def test_a_repository_git_fails_on_partway_is_skipped_and_leaves_nothing(tmp_path, monkeypatch):
   """Contents are read and written a few files at a time (BLOBS_PER_CALL); where git fails on a
-  later file (its object lost), what was written of that repository is removed and it is
-  skipped and counted, the others stored."""
+  later file (its object corrupt), what was written of that repository is removed and it is
+  skipped and counted, the others stored. An object that is not there at all is found before
+  any file is read (ls-tree's sizes), and its repository skipped alike."""
   repos = tmp_path / "repos"
-  damaged = str(repos / "damaged")
   modules = OTHERS["gamma"] + ["glob.py"]
-  flcc_git.play_history(damaged, [{name: _stdlib(name) for name in modules}],
-                        first_time=1795370000)
+  for name in ("damaged", "lost"):
+    flcc_git.play_history(str(repos / name), [{module: _stdlib(module) for module in modules}],
+                          first_time=1795370000)
   flcc_git.play_history(str(repos / "whole"), [{"cmd.py": _stdlib("cmd.py")}],
                         first_time=1795370000)
-  last = flcc_git.git(damaged, "rev-parse", "HEAD:glob.py").strip()  # the last of ls-tree's
-  os.remove(os.path.join(damaged, ".git", "objects", last[:2], last[2:]))
+  last = flcc_git.git(str(repos / "damaged"), "rev-parse", "HEAD:glob.py").strip()  # ls-tree's last
+  for name in ("damaged", "lost"):
+    loose = os.path.join(repos, name, ".git", "objects", last[:2], last[2:])
+    if name == "lost":
+      os.remove(loose)
+    else:  # its header still reads (ls-tree -l gives its size), its content not
+      os.chmod(loose, 0o644)
+      os.truncate(loose, os.path.getsize(loose) // 2)
   monkeypatch.setattr(repositories, "BLOBS_PER_CALL", 1)
   tree = tmp_path / "tree"
   manifest = repositories.write_tree(str(repos), str(tree))
-  assert manifest["skipped"][repositories.GIT_FAILED] == ["damaged"]
+  assert manifest["skipped"][repositories.GIT_FAILED] == ["damaged", "lost"]
   assert manifest["stored"] == {"git repositories": 1, "folders": 0, "files": 1}
   # (include_hidden: the stored files lie under languages/Python/.py/)
-  assert not glob.glob(str(tree / "v3" / "**" / "damaged"), recursive=True, include_hidden=True)
+  for name in ("damaged", "lost"):
+    assert not glob.glob(str(tree / "v3" / "**" / name), recursive=True, include_hidden=True)
   assert [os.path.basename(path) for path in glob.glob(
       str(tree / "v3" / "languages" / "**" / "*.py"), recursive=True, include_hidden=True)
           if os.path.isfile(path)] == ["cmd_1795370000.py"]
+
+
+def test_a_call_reads_a_bounded_number_of_files_and_bytes(tmp_path, monkeypatch):
+  """git cat-file reads at most BLOBS_PER_CALL files a call, and no more than BYTES_PER_CALL
+  bytes but where one file alone has more (ls-tree's sizes): a monorepo's generated bundles
+  are not held all at once. The files stored are the same."""
+  monkeypatch.setattr(repositories, "BLOBS_PER_CALL", 3)
+  monkeypatch.setattr(repositories, "BYTES_PER_CALL", 10)
+  entries = [(oid, f"{oid}.py", size) for oid, size in
+             [("a", 4), ("b", 4), ("c", 4), ("d", 30), ("e", 1), ("f", 1), ("g", 1), ("h", 1)]]
+  assert [[oid for oid, _, _ in run] for run in repositories._calls(entries)] == [
+      ["a", "b"], ["c"], ["d"], ["e", "f", "g"], ["h"]]
+  repos = tmp_path / "repos"
+  modules = ["bisect.py", "heapq.py", "getopt.py"]
+  flcc_git.play_history(str(repos / "service"), [{name: _stdlib(name) for name in modules}],
+                        first_time=1795370000)
+  whole = repositories.write_tree(str(repos), str(tmp_path / "whole"))
+  calls = []
+  git = repositories._git
+  monkeypatch.setattr(repositories, "_git", lambda repo, *args, **kw: (
+      calls.append(args[0]), git(repo, *args, **kw))[1])
+  monkeypatch.setattr(repositories, "BYTES_PER_CALL", 1)  # a call a file
+  apart = repositories.write_tree(str(repos), str(tmp_path / "apart"))
+  assert calls.count("cat-file") == len(modules)
+  assert apart["stored"] == whole["stored"] == {"git repositories": 1, "folders": 0, "files": 3}
+  assert filecmp.dircmp(tmp_path / "whole", tmp_path / "apart").diff_files == []
+  assert sorted(os.path.relpath(p, tmp_path / "apart") for p in glob.glob(
+      str(tmp_path / "apart" / "**"), recursive=True, include_hidden=True)) == sorted(
+      os.path.relpath(p, tmp_path / "whole") for p in glob.glob(
+          str(tmp_path / "whole" / "**"), recursive=True, include_hidden=True))
 
 
 def test_a_rerun_reuses_the_tree_and_a_new_commit_is_a_changed_input(tmp_path):
