@@ -6,6 +6,7 @@ near-duplicate pair), a broken `.git`, a repository with no commit, a plain fold
 of no code and a loose file. What the tree stores is checked against what git itself says.
 """
 
+import collections
 import filecmp
 import glob
 import json
@@ -258,6 +259,25 @@ def test_a_call_reads_a_bounded_number_of_files_and_bytes(tmp_path, monkeypatch)
       str(tmp_path / "apart" / "**"), recursive=True, include_hidden=True)) == sorted(
       os.path.relpath(p, tmp_path / "whole") for p in glob.glob(
           str(tmp_path / "whole" / "**"), recursive=True, include_hidden=True))
+
+
+def test_a_folders_files_are_read_as_they_are_written_and_a_vanished_one_is_counted(tmp_path):
+  """A folder repository's contents are read as its files are written, not all first (a folder
+  can hold gigabytes); a file gone between the listing and its reading (a build beside an
+  editor) is named, counted as unreadable and left out, the rest stored."""
+  folder = tmp_path / "repos" / "plain"
+  folder.mkdir(parents=True)
+  for name in ("bisect.py", "heapq.py", "getopt.py"):
+    (folder / name).write_bytes(_stdlib(name))
+  found, _ = repositories.find(str(tmp_path / "repos"))
+  left_out = collections.Counter()
+  _, metadata, stored = repositories.read_folder(found[0], left_out)
+  assert "A\theapq.py" in metadata
+  os.remove(folder / "heapq.py")
+  (folder / "getopt.py").write_bytes(b"x = 1\n")  # read now, not when listed
+  assert [(path, content) for path, content, _ in stored] == [
+      ("bisect.py", _stdlib("bisect.py")), ("getopt.py", b"x = 1\n")]
+  assert left_out == {repositories.UNREADABLE_FILES: 1}
 
 
 def test_a_rerun_reuses_the_tree_and_a_new_commit_is_a_changed_input(tmp_path):

@@ -298,22 +298,35 @@ def _folder_files(repo: Found, left_out: Optional[collections.Counter] = None
 
 
 def read_folder(repo: Found, left_out: Optional[collections.Counter] = None):
-  """(init hash, METADATA, [(path, content, time)]) of a folder that is not a git repository:
-  its files at their modification times, METADATA one commit adding them at the newest;
+  """(init hash, METADATA, an iterator of (path, content, time)) of a folder that is not a git
+  repository: its files at their modification times, METADATA one commit adding them at the
+  newest; the contents read as the iterator is, as read_git's (a folder can hold gigabytes);
   what is not stored is counted in `left_out` by reason."""
   left_out = collections.Counter() if left_out is None else left_out
-  stored = []
+
+  def unreadable(full, error):
+    log.warning("%s: unreadable (%s); left out", full, error.strerror or error)
+    left_out[UNREADABLE_FILES] += 1
+  listed = []  # (path, full path, time): the times first, for METADATA's
   for path, full in _folder_files(repo, left_out):
     try:
-      with open(full, "rb") as f:
-        content = f.read()
-      stored.append((path, content, int(os.stat(full).st_mtime)))
+      listed.append((path, full, int(os.stat(full).st_mtime)))
     except OSError as e:
-      log.warning("%s: unreadable (%s); left out", full, e.strerror or e)
-      left_out[UNREADABLE_FILES] += 1
-  newest = max((time for _, _, time in stored), default=0)
+      unreadable(full, e)
+
+  def contents():
+    for path, full, time in listed:
+      try:
+        with open(full, "rb") as f:
+          content = f.read()
+      except OSError as e:  # METADATA lists it, as git's lists files not stored
+        unreadable(full, e)
+        continue
+      yield path, content, time
+  newest = max((time for _, _, time in listed), default=0)
   init_hash = hashlib.sha1(("folder:" + "/".join(repo.parts)).encode("utf-8")).hexdigest()
-  return init_hash, tree_writer.git_log_of_one_commit(newest, [p for p, _, _ in stored]), stored
+  return (init_hash, tree_writer.git_log_of_one_commit(newest, [p for p, _, _ in listed]),
+          contents())
 
 
 def state(repo: Found) -> str:
