@@ -46,31 +46,34 @@ def words(text: str) -> frozenset:
   return frozenset(_WORD.findall(text))
 
 
+@functools.lru_cache(maxsize=64)
+def _rows(content: str) -> Tuple[str, ...]:
+  return tuple(content.split("\n"))
+
+
+def window_text(content: str, start: int, lines: int) -> str:
+  """The text of the window of `lines` lines of `content` from line `start` (a chosen window's;
+  the lines of the files most chosen from are kept)."""
+  return "\n".join(_rows(content)[start:start + lines]).rstrip("\n")
+
+
 # Kept across calls: in training every file of a repository searches the same neighbours.
 @functools.lru_cache(maxsize=2048)
-def windows(content: str, lines: int, stride: int) -> Tuple[Tuple[int, str, frozenset], ...]:
-  """(first line, text, words) of each window of `lines` lines of `content`, `stride` lines
-  apart; windows without a word are left out."""
+def windows(content: str, lines: int, stride: int):
+  """The windows of `lines` lines of `content`, `stride` lines apart, that hold a word, as
+  numbers: (each one's first line; the distinct words of all of them; each one's words as
+  indexes into those, one window after another; each one's count of words). Numbers, not sets
+  of strings: those took 290 MB for the 61,000 windows of 703 files, an index of these 65."""
   rows = content.split("\n")
-  found = []
+  starts, distinct, ids, counts = [], {}, [], []
   for start in range(0, max(len(rows) - lines, 0) + 1, stride):
-    text = "\n".join(rows[start:start + lines]).rstrip("\n")
-    found_words = words(text)
-    if found_words:
-      found.append((start, text, found_words))
-  return tuple(found)
-
-
-@functools.lru_cache(maxsize=2048)
-def window_words(content: str, lines: int, stride: int):
-  """`windows(content, lines, stride)`'s words as numbers: (the distinct words; every
-  window's words as indexes into them, one window after another; each window's count)."""
-  found = windows(content, lines, stride)
-  distinct = {}
-  ids = [distinct.setdefault(word, len(distinct)) for *_, in_window in found
-         for word in in_window]
-  counts = [len(in_window) for *_, in_window in found]
-  return tuple(distinct), np.array(ids, np.int64), np.array(counts, np.int64)
+    found = words("\n".join(rows[start:start + lines]))
+    if found:
+      starts.append(start)
+      ids += [distinct.setdefault(word, len(distinct)) for word in found]
+      counts.append(len(found))
+  return (np.array(starts, np.int64), tuple(distinct), np.array(ids, np.intp),
+          np.array(counts, np.int64))
 
 
 class RepositoryIndex:
@@ -82,25 +85,37 @@ class RepositoryIndex:
                window_lines: int = 10, file_chars: int = 100_000):
     self.comment = COMMENT.get(language, "#")
     self.window_lines = window_lines
-    self.windows = []
     # Each window's words as ids, one window after another, so that a query's shared words
     # are counted for all windows at once: a repository of a thousand files has 10^5 windows,
     # and an editor asks at each keystroke (a loop over them took 90 ms a call at 60,000).
-    # Each file's are numbered once (window_words, cached as `windows`), then renumbered here.
-    self._vocabulary = {}
-    word_ids, sizes = [], []
+    # Each file's are numbered once (`windows`, cached), then renumbered here.
+    self.files, self._vocabulary = [], {}
+    orders, starts, word_ids, sizes = [], [], [], []
     for order, (path, content) in enumerate(neighbours):
-      shape = (content[:file_chars], window_lines, max(window_lines // 2, 1))
-      self.windows += [(order, start, path, text, found)
-                       for start, text, found in windows(*shape)]
-      distinct, ids, counts = window_words(*shape)
+      content = content[:file_chars]
+      self.files.append((path, content))
+      first_lines, distinct, ids, counts = windows(content, window_lines,
+                                                   max(window_lines // 2, 1))
       ours = np.array([self._vocabulary.setdefault(word, len(self._vocabulary))
-                       for word in distinct], np.int64)
+                       for word in distinct], np.intp)
+      orders.append(np.full(len(first_lines), order, np.int64))
+      starts.append(first_lines)
       word_ids.append(ours[ids])
       sizes.append(counts)
-    self._word_ids = np.concatenate(word_ids) if word_ids else np.zeros(0, np.int64)
-    self._sizes = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
-    self._starts = np.cumsum(self._sizes) - self._sizes
+    joined = lambda arrays, dtype: np.concatenate(arrays) if arrays else np.zeros(0, dtype)
+    self._order, self._start = joined(orders, np.int64), joined(starts, np.int64)
+    self._word_ids, self._sizes = joined(word_ids, np.intp), joined(sizes, np.int64)
+    self._first_word = np.cumsum(self._sizes) - self._sizes
+
+  def __len__(self) -> int:
+    return len(self._order)
+
+  def window(self, i: int) -> Tuple[int, int, str, str]:
+    """(neighbour's order, first line, path, text) of window `i`, in the windows' order: by
+    neighbour, then by first line."""
+    order, start = int(self._order[i]), int(self._start[i])
+    path, content = self.files[order]
+    return order, start, path, window_text(content, start, self.window_lines)
 
   def similarities(self, query: frozenset) -> np.ndarray:
     """The Jaccard similarity of `query` to each window's words (shared words / words of
@@ -110,7 +125,7 @@ class RepositoryIndex:
                       np.int64)] = True
     # Summed window by window (every window has a word), into an array of one count a window:
     # a running sum as long as the words allocated megabytes a call, which cost more than it.
-    shared = np.add.reduceat(in_query[self._word_ids], self._starts, dtype=np.int64)
+    shared = np.add.reduceat(in_query[self._word_ids], self._first_word, dtype=np.int64)
     return shared / (len(query) + self._sizes - shared)
 
   def context(self, prefix: str, max_tokens: int = 64, query_lines: int = 10,
@@ -121,7 +136,7 @@ class RepositoryIndex:
     tokenizing). "" when no window is similar enough."""
     max_chars = CHARS_PER_TOKEN * max_tokens
     query = words("\n".join(prefix.rsplit("\n", query_lines)[-query_lines:]))
-    if not query or not self.windows:
+    if not query or not len(self):
       return ""
     similarity = self.similarities(query)
     passing = np.flatnonzero(similarity >= min_similarity)
@@ -129,9 +144,10 @@ class RepositoryIndex:
     # windows' order, which a stable sort keeps): the same choice every run.
     chosen, taken, size = [], [], 0
     for i in passing[np.argsort(-similarity[passing], kind="stable")]:
-      order, start, path, text, _ = self.windows[i]
+      order, start = int(self._order[i]), int(self._start[i])
       if any(o == order and abs(s - start) < self.window_lines for o, s in taken):
         continue
+      _, _, path, text = self.window(i)
       snippet = f"{self.comment} {path}\n{text}\n"
       chosen.append(snippet)
       taken.append((order, start))

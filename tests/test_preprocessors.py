@@ -192,8 +192,9 @@ def _context_as_defined(index, prefix, query_lines, min_similarity):
   Jaccard similarity to the query, best first (ties to the earlier file and window), each
   taken unless it overlaps one taken before; the best last."""
   query = retrieval.words("\n".join(prefix.split("\n")[-query_lines:]))
-  ranked = sorted((-len(query & found) / len(query | found), order, start, path, text)
-                  for order, start, path, text, found in index.windows)
+  ranked = sorted((-len(query & retrieval.words(text)) / len(query | retrieval.words(text)),
+                   order, start, path, text)
+                  for order, start, path, text in map(index.window, range(len(index))))
   taken = []
   for similarity, order, start, path, text in ranked:
     if query and -similarity >= min_similarity and all(
