@@ -116,6 +116,13 @@ class Session:
     if files is not None and not options:
       raise ValueError("set_repository: this export's model was not trained with "
                        "repository_context.gin; it reads no repository context")
+    if files is not None:
+      files = list(files)
+      for i, item in enumerate(files):  # (an infer record's are {"path": ..., "content": ...})
+        if not (isinstance(item, (tuple, list)) and len(item) == 2 and
+                all(isinstance(part, str) for part in item)):
+          raise TypeError(f"set_repository: files are (path, content) pairs of strings; "
+                          f"file {i} is {type(item).__name__} {str(item)[:60]!r}")
     self._repository = None if files is None else retrieval.index_of(files, language, options)
     self._shown_prefix, self._shown = None, None
 

@@ -886,6 +886,13 @@ def test_a_session_reads_the_repository_context_as_infer_does(session_exports, t
   assert inputs == [session.window(p) for p in prefixes]
   with pytest.raises(ValueError, match="repository_context.gin"):
     Session(session_exports["healed"], threads=1).set_repository([other])
+  # An infer record's files, or no pairs at all: one line that says what files are.
+  for files, named in (([{"path": other[0], "content": other[1]}], "file 0 is dict"),
+                       ([other, ("pkg/x.py", None)], "file 1 is tuple"), ("ab", "file 0 is str")):
+    with pytest.raises(TypeError, match=f"set_repository: files are \\(path, content\\) "
+                                        f"pairs of strings; {named} "):
+      session.set_repository(files)
+  assert session.complete(prefixes[0]).text == rest  # the repository set before stays
 
 
 @pytest.mark.slow
