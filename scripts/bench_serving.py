@@ -32,8 +32,8 @@ validation split (held-out repositories; with --min_prefix_chars=N, of those wit
 characters of their file before the line: the lines of large files), the cursor jumps to the
 start of the example's line (after its indentation) and the line is typed to its end one
 character at a time, a suggestion asked at the start and after each character, each prefix
-extending the last. Each
-served model answers every keystroke, in a process of its own at each --threads count:
+extending the last. Each served model answers every keystroke, in a process of its own at
+each --threads count:
      session float / int8   code_t5_session.Session on DIR's float32 or 8-bit weights: the
                             state kept between calls, the shown suggestion kept while typed
                             along (those calls answered without decoding)
@@ -45,8 +45,8 @@ the share answered without decoding, the tokens the model read a call, and the p
 RSS (with --repository_dir=DIR, each session is first given DIR's .py files as its
 repository, Session.set_repository, and the time to index them is reported; with
 --session_copy_from=file its copy cache reads the whole file before the cursor); a table,
-JSON and a PNG of the latency distribution (--png). With --equality, the same
-session (float) also types each of those examples' line up to its cursor and completes there
+JSON and a PNG of the latency distribution (--png). With --equality, the same session
+(float) also types each of those examples' line up to its cursor and completes there
 (decoding, not the kept suggestion), against the SavedModel's from-scratch completion of the
 same prefix: the count that are equal; and the edit similarity of the float and 8-bit
 sessions' completions against the true lines, with the paired bootstrap interval of their
