@@ -149,7 +149,8 @@ def test_what_a_repository_cannot_give_is_named_once_skipped_and_counted(repos_d
   manifest = repositories.write_tree(repos_dir, str(tmp_path / "tree"))
   assert manifest["skipped"] == {
       repositories.GIT_FAILED: ["broken"], repositories.NO_COMMITS: ["no_commits"],
-      repositories.NO_SOURCE_FILES: ["docs"], repositories.UNREADABLE_FOLDER: []}
+      repositories.NO_SOURCE_FILES: ["docs"], repositories.UNREADABLE_FOLDER: [],
+      repositories.STORED_ALREADY: []}
   assert manifest["stored"] == {"git repositories": 2 + len(OTHERS), "folders": 1,
                                 "files": 5 + 2 * len(OTHERS) + 3}
   assert manifest["outside_any_repository"] == 1
@@ -196,6 +197,32 @@ def test_a_bare_repository_is_stored_as_its_checkout(tmp_path):
     for path, (time, content) in stored.items():
       assert time == int(flcc_git.git(work, "log", "-1", "--pretty=%ct", "--", path))
       assert content == open(os.path.join(work, path), "rb").read()
+
+
+def test_a_checkout_beside_its_bare_clone_is_stored_once_and_the_copy_counted(tmp_path,
+                                                                              caplog):
+  """`team/service` and `team/service.git`, cloned from it before its last commit: one name and
+  one first commit, so one place in the tree. The first in DIR's order is stored whole (its
+  paths.json lists every file written), the other named, skipped and counted."""
+  repos = tmp_path / "repos"
+  work = str(repos / "team" / "service")
+  flcc_git.play_history(work, [{"a.py": _stdlib("bisect.py")}], first_time=1795370000)
+  flcc_git.git(str(tmp_path), "clone", "-q", "--bare", work, str(repos / "team" / "service.git"))
+  with open(os.path.join(work, "b.py"), "wb") as f:
+    f.write(_stdlib("heapq.py"))
+  flcc_git.git(work, "add", "b.py")
+  flcc_git.git(work, "commit", "-q", "-m", "b", date=1795370100)
+  manifest = repositories.write_tree(str(repos), str(tmp_path / "tree"))
+  assert manifest["skipped"][repositories.STORED_ALREADY] == ["team/service.git"]
+  assert manifest["stored"] == {"git repositories": 1, "folders": 0, "files": 2}
+  stored, _, _ = _stored(str(tmp_path / "tree"), "team", "service")
+  assert sorted(stored) == ["a.py", "b.py"]
+  assert sorted(os.path.basename(path) for path in glob.glob(
+      str(tmp_path / "tree" / "v3" / "languages" / "**" / "*.py"), recursive=True,
+      include_hidden=True) if os.path.isfile(path)) == ["a_1795370000.py", "b_1795370100.py"]
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert any(w.startswith(f"{repos / 'team' / 'service.git'}: a copy of team/service, which is "
+                          "stored") for w in warnings), warnings
 
 
 def test_a_repository_git_fails_on_partway_is_skipped_and_leaves_nothing(tmp_path, monkeypatch):

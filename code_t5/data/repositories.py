@@ -46,7 +46,10 @@ GIT_FAILED = "git failed"
 NO_COMMITS = "no commits"
 NO_SOURCE_FILES = "no source files"
 UNREADABLE_FOLDER = "unreadable folder"
-SKIP_REASONS = (GIT_FAILED, NO_COMMITS, NO_SOURCE_FILES, UNREADABLE_FOLDER)
+# A second copy of a stored repository: the same author/repo and first commit (`team/service`
+# beside its `git clone --bare`, `team/service.git`). The tree has one place for the two.
+STORED_ALREADY = "stored already"
+SKIP_REASONS = (GIT_FAILED, NO_COMMITS, NO_SOURCE_FILES, UNREADABLE_FOLDER, STORED_ALREADY)
 # Why an entry of a stored repository was not stored: a link to a source file (its target is
 # stored where it lies in the repository, if there), a submodule (a repository of its own:
 # put its checkout in DIR to store it), a file the folder's reader could not open.
@@ -390,6 +393,7 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
                 repos_dir, len(outside), outside[0])
   counts, left_out = collections.Counter(), collections.Counter()
   skipped: Dict[str, List[str]] = collections.defaultdict(list)
+  stored_as: Dict[Tuple[str, str, str], str] = {}  # (author, repo, init hash): its name in DIR
   with files_lib.local_dir_written_whole(out_dir) as partial:
     v3 = os.path.join(partial, "v3")
     os.makedirs(os.path.join(v3, "repositories"))
@@ -400,12 +404,17 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
       try:
         init_hash, metadata, stored = (read_git if repo.is_git else read_folder)(repo,
                                                                                  repo_left_out)
+        author, repo_name = repo.author_and_repo
+        first_copy = stored_as.get((author, repo_name, init_hash))
+        if first_copy is not None:
+          raise Skipped(STORED_ALREADY, f"{repo.path}: a copy of {first_copy}, which is stored "
+                                        f"(the same name, {author}/{repo_name}, and first "
+                                        f"commit, {init_hash[:12]}); left out")
         stored = iter(stored)
         first = next(stored, None)
         if first is None:
           raise Skipped(NO_SOURCE_FILES, f"{repo.path}: no file of a language FLCC knows "
                                          f"({', '.join(sorted(tree_writer.EXTENSION_LANGUAGE))})")
-        author, repo_name = repo.author_and_repo
         with _removed_if_skipped(v3, author, repo_name, init_hash):
           written = tree_writer.write_repository(v3, author, repo_name, init_hash,
                                                  itertools.chain([first], stored), metadata)
@@ -413,6 +422,7 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
         log.warning("%s (repository skipped)", e)
         skipped[e.reason].append(name)
       else:
+        stored_as[author, repo_name, init_hash] = name
         counts["files"] += written
         counts["git" if repo.is_git else "folders"] += 1
         left_out.update(repo_left_out)
