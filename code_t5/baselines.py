@@ -165,6 +165,44 @@ def task_examples(task_name: str, split: str, num: int) -> List[Tuple[str, str]]
           for ex in ds.as_numpy_iterator()]
 
 
+def task_repositories(task_name: str, split: str, examples: Sequence[Tuple[str, str]],
+                      context: dict) -> List[Tuple[List[Tuple[str, str]], str]]:
+  """([(path, content)], language) of each of `examples` (task_examples' of the Task's split):
+  the other files of its repository that the Task's eval searched for its context, by
+  `context` (`code_t5.repository_context`'s options) -- its file's neighbours
+  (`preprocessors.repository_neighbours`), in their order. Infer reads the same context from a
+  record that carries them as its "repository". A ValueError where the Task's examples are
+  not `examples`."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from code_t5 import preprocessors, tasks  # pylint: disable=g-import-not-at-top
+  source = seqio.get_mixture_or_task(task_name).source.get_dataset(split=split, shuffle=False)
+  files = preprocessors.repository_neighbours(source, context["group_files"],
+                                              context["max_neighbours"])
+  options = {k: v for k, v in tasks.full_line_options().items() if k != "fresh_train_cursors"}
+  neighbour_keys = (preprocessors.NEIGHBOUR_PATHS, preprocessors.NEIGHBOUR_CONTENTS)
+  found = []
+  for file in files.as_numpy_iterator():
+    if len(found) >= len(examples):
+      break
+    neighbours = [(path.decode("utf-8"), content.decode("utf-8")) for path, content in
+                  zip(*(file[key] for key in neighbour_keys))]
+    alone = {k: v for k, v in file.items() if k not in neighbour_keys}
+    # The file's cursors, as the Task makes them (no neighbours: no retrieval here).
+    for example in preprocessors.full_line_examples(tf.data.Dataset.from_tensors(alone),
+                                                    **options).as_numpy_iterator():
+      number = len(found)
+      if number < len(examples) and (example["inputs"].decode("utf-8"),
+                                     example["targets"].decode("utf-8")) != examples[number]:
+        raise ValueError(f"{task_name} {split}: example {number} of the Task is not the one "
+                         "its files' cursors give; its repository cannot be told")
+      found.append((neighbours, file["language"].decode("utf-8")))
+  if len(found) < len(examples):
+    raise ValueError(f"{task_name} {split}: {len(examples)} examples, its files give "
+                     f"{len(found)}")
+  return found[:len(examples)]
+
+
 def fit_ngram(task_name: str) -> Tuple[NgramCompleter, int, int]:
   """The 4-gram completer counted on the train split of the Task's source, with its
   vocabulary: (completer, files, tokens)."""

@@ -32,7 +32,8 @@ given the same, and two baselines.
    cut in two), and every example with all completions in
    <model_dir>/learning_examples.jsonl.
 6. With --line_search=K: the model's completions by the line search too (beam_search.gin, K
-   beams, infer on the same prefixes), scored as a completer of its own, and its acceptance
+   beams, infer on the same prefixes; with repository context, each record carries the files
+   the eval searched for it), scored as a completer of its own, and its acceptance
    curve: for thresholds on the line's score that show 100%, 90%, ... of the examples, the
    exact match and edit similarity of those shown (`metrics.acceptance`), printed, in the
    JSON and as a PNG beside it; and the model's consensus, the line of the K that agrees
@@ -155,13 +156,21 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_st
 
 
 def line_search(model_dir, data_dir, step, prefixes, beam_size, gin_files=(), gin_params=(),
-                model_gin=MODEL_GIN, name="line_search"):
+                model_gin=MODEL_GIN, name="line_search", repositories=None):
   """[{"completions", "scores"}] of checkpoint `step` for `prefixes`: the line search's
   `beam_size` lines, best first, and their log-probabilities, by infer with beam_search.gin
-  (its files: <model_dir>/<name>*)."""
+  (its files: <model_dir>/<name>*). `repositories`: each prefix's ([(path, content)],
+  language) (baselines.task_repositories), its record's "repository", so that the search
+  reads the context greedy's eval read."""
   inputs = os.path.join(model_dir, f"{name}_prefixes.jsonl")
   with open(inputs, "w") as f:
-    f.writelines(json.dumps({"prefix": prefix}) + "\n" for prefix in prefixes)
+    for number, prefix in enumerate(prefixes):
+      record = {"prefix": prefix}
+      if repositories is not None:
+        files, language = repositories[number]
+        record.update(repository=[{"path": path, "content": content} for path, content in files],
+                      language=language)
+      f.write(json.dumps(record) + "\n")
   output = os.path.join(model_dir, name)
   cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "infer_full_line.gin",
                                                 "beam_search.gin"],
@@ -253,6 +262,16 @@ def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   cache = {key.rsplit(".", 1)[1]: value for key, value in literals.items()
            if key.startswith("code_t5.copy_cache.")}
   return literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache)
+
+
+def repository_context_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
+  """code_t5.repository_context's options as the command's bindings (command_literals) give
+  them to the eval (its defaults elsewhere)."""
+  from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
+  literals = command_literals(model_gin, gin_files, gin_params)
+  return preprocessors.repository_context(**{
+      key.rsplit(".", 1)[1]: value for key, value in literals.items()
+      if key.startswith("code_t5.repository_context.")})
 
 
 def induction_probe(model_dir, data_dir, steps, vocabulary, gin_files=(), gin_params=(),
@@ -488,9 +507,16 @@ def main():
     print(f"the line search ({args.line_search} beams) on the same examples ...",
           file=sys.stderr, flush=True)
     prefixes = [prefix for prefix, _ in examples]
+    context = repository_context_options(args.model_gin, args.gin_file, args.gin_param)
+    repositories = None
+    if context["enabled"]:  # the files each example's context was searched in, for infer
+      try:
+        repositories = baselines.task_repositories(EVAL_TASK, args.split, examples, context)
+      except ValueError as e:
+        sys.exit(f"bench_learning: {e}")
     searched = line_search(args.model_dir, args.data_dir, step, prefixes, args.line_search,
                            args.gin_file, args.gin_param, args.model_gin,
-                           name=f"line_search_{args.split}")
+                           name=f"line_search_{args.split}", repositories=repositories)
     completions["line search"], line_scores = best_lines(searched)
     report["metrics"]["line search"] = baselines.score(targets, completions["line search"])
     acceptance = metrics.acceptance(targets, completions["line search"], line_scores)

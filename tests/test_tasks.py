@@ -515,6 +515,13 @@ def test_infer_reads_the_repository_context_as_the_task_does(data_dir_override, 
       records.append({"prefix": prefix, "repository": [
           {"path": f["path"], "content": f["content"]} for f in split_files
           if f["repository"] == source["repository"] and f["sha"] != source["sha"]]})
+    # The learning bench's records for its line search: the same files, found by the Task's
+    # own neighbours and cursors.
+    assert baselines.task_repositories(
+        "flcc_python_full_line", "validation",
+        [(ex["inputs_pretokenized"].decode(), ex["targets_pretokenized"].decode())
+         for ex in examples], preprocessors.repository_context()) == [
+             ([(f["path"], f["content"]) for f in r["repository"]], "python") for r in records]
     path = tmp_path / "prefixes.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     prefixes = [r["prefix"] for r in records]
