@@ -179,7 +179,7 @@ def task_repositories(task_name: str, split: str, examples: Sequence[Tuple[str, 
   source = seqio.get_mixture_or_task(task_name).source.get_dataset(split=split, shuffle=False)
   files = preprocessors.repository_neighbours(source, context["group_files"],
                                               context["max_neighbours"])
-  options = {k: v for k, v in tasks.full_line_options().items() if k != "fresh_train_cursors"}
+  options = tasks.full_line_cursor_options()
   neighbour_keys = (preprocessors.NEIGHBOUR_PATHS, preprocessors.NEIGHBOUR_CONTENTS)
   found = []
   for file in files.as_numpy_iterator():

@@ -129,9 +129,16 @@ def full_line_options(examples_per_file=8, start_of_line_rate=0.5, seed=0,
               seed=seed, fresh_train_cursors=fresh_train_cursors)
 
 
-def _full_line_examples(dataset):
+def full_line_cursor_options() -> dict:
+  """`full_line_options` that `preprocessors.full_line_examples` takes (fresh_train_cursors is
+  FlccSource's): where the Task's cursors fall."""
   options = full_line_options()
-  del options["fresh_train_cursors"]  # FlccSource's
+  del options["fresh_train_cursors"]
+  return options
+
+
+def _full_line_examples(dataset):
+  options = full_line_cursor_options()
   context = preprocessors.repository_context()
   if context["enabled"]:
     dataset = preprocessors.repository_neighbours(dataset, context["group_files"],

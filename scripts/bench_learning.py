@@ -259,19 +259,23 @@ def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   peer decodes so too. (The window the eval read is its own record: baselines.compare.)"""
   from code_t5.decoding import copy_cache  # pylint: disable=g-import-not-at-top
   literals = command_literals(model_gin, gin_files, gin_params)
-  cache = {key.rsplit(".", 1)[1]: value for key, value in literals.items()
-           if key.startswith("code_t5.copy_cache.")}
+  cache = configurable_literals(literals, "code_t5.copy_cache")
   return literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache)
+
+
+def configurable_literals(literals, configurable):
+  """{"arg": value} of `literals` (command_literals') that bind `configurable`'s arguments
+  ("code_t5.copy_cache")."""
+  return {key.rsplit(".", 1)[1]: value for key, value in literals.items()
+          if key.rsplit(".", 1)[0] == configurable}
 
 
 def repository_context_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   """code_t5.repository_context's options as the command's bindings (command_literals) give
   them to the eval (its defaults elsewhere)."""
   from code_t5 import preprocessors  # pylint: disable=g-import-not-at-top
-  literals = command_literals(model_gin, gin_files, gin_params)
-  return preprocessors.repository_context(**{
-      key.rsplit(".", 1)[1]: value for key, value in literals.items()
-      if key.startswith("code_t5.repository_context.")})
+  return preprocessors.repository_context(**configurable_literals(
+      command_literals(model_gin, gin_files, gin_params), "code_t5.repository_context"))
 
 
 def induction_probe(model_dir, data_dir, steps, vocabulary, gin_files=(), gin_params=(),
