@@ -181,22 +181,30 @@ def task_repositories(task_name: str, split: str, examples: Sequence[Tuple[str, 
                                               context["max_neighbours"])
   options = tasks.full_line_cursor_options()
   neighbour_keys = (preprocessors.NEIGHBOUR_PATHS, preprocessors.NEIGHBOUR_CONTENTS)
+
+  def cursors(number, file):
+    """The file's cursors, as the Task makes them (no neighbours: no retrieval here), each
+    with the file's number. One pipeline for all files: a pipeline per file took 15 s for the
+    716 validation examples on a 2-core Zen 4, this 1.1 s."""
+    alone = {k: v for k, v in file.items() if k not in neighbour_keys}
+    return preprocessors.full_line_examples(tf.data.Dataset.from_tensors(alone),
+                                            **options).map(lambda example: (number, example))
+  files_read = files.as_numpy_iterator()
+  file_number, neighbours, language = -1, None, None
   found = []
-  for file in files.as_numpy_iterator():
+  for number, example in files.enumerate().flat_map(cursors).as_numpy_iterator():
     if len(found) >= len(examples):
       break
-    neighbours = [(path.decode("utf-8"), content.decode("utf-8")) for path, content in
-                  zip(*(file[key] for key in neighbour_keys))]
-    alone = {k: v for k, v in file.items() if k not in neighbour_keys}
-    # The file's cursors, as the Task makes them (no neighbours: no retrieval here).
-    for example in preprocessors.full_line_examples(tf.data.Dataset.from_tensors(alone),
-                                                    **options).as_numpy_iterator():
-      number = len(found)
-      if number < len(examples) and (example["inputs"].decode("utf-8"),
-                                     example["targets"].decode("utf-8")) != examples[number]:
-        raise ValueError(f"{task_name} {split}: example {number} of the Task is not the one "
-                         "its files' cursors give; its repository cannot be told")
-      found.append((neighbours, file["language"].decode("utf-8")))
+    while file_number < number:  # the files read in the same order, to their neighbours
+      file, file_number = next(files_read), file_number + 1
+      neighbours = [(path.decode("utf-8"), content.decode("utf-8")) for path, content in
+                    zip(*(file[key] for key in neighbour_keys))]
+      language = file["language"].decode("utf-8")
+    if (example["inputs"].decode("utf-8"),
+        example["targets"].decode("utf-8")) != examples[len(found)]:
+      raise ValueError(f"{task_name} {split}: example {len(found)} of the Task is not the one "
+                       "its files' cursors give; its repository cannot be told")
+    found.append((neighbours, language))
   if len(found) < len(examples):
     raise ValueError(f"{task_name} {split}: {len(examples)} examples, its files give "
                      f"{len(found)}")
