@@ -4,7 +4,9 @@
 input sequence: 0, then the window's ids, then what decoding wrote). It reads only the tokens
 after the longest start that `tokens` shares with what it read before; a prefix that does not
 extend the last (a jump, a deletion, a window that moved) shares less, or nothing, and is read
-from there.
+from there. It keeps the states of the last few windows it read (`states`), so that a jump
+back to a place read before -- another file, or the function the cursor left -- reads only
+what changed there.
 """
 
 import json
@@ -21,6 +23,18 @@ CHUNK = 128
 # 514 at 128, a window's read 3-5% slower; BENCHMARKS.md, "Serving at editor speed"), the dev
 # model 128.
 SCORES_BYTES = 24 << 20
+# The windows' states kept: as many as fit in this many bytes of keys and values, at most
+# STATES (the dev model's state is 4.5 MB: 8 of them; the base model's 40 MB: 1, its process
+# held under 500 MB). A state that a read would cut to less than half of what it holds (a
+# jump, a window that moved) is kept, and the read goes to another; a keystroke after a
+# suggestion cuts only what decoding wrote, and reads on in the same state.
+STATES_BYTES = 64 << 20
+STATES = 8
+
+
+def states_for(layers: int, heads: int, positions: int, d_kv: int) -> int:
+  """How many windows' states a model keeps by default: STATES_BYTES' worth, 1 to STATES."""
+  return max(1, min(STATES, STATES_BYTES // (2 * layers * heads * positions * d_kv * 4)))
 
 
 def read_chunk(layers: int, heads: int, positions: int) -> int:
@@ -32,12 +46,14 @@ def read_chunk(layers: int, heads: int, positions: int) -> int:
 
 
 class CachedModel:
-  """One onnxruntime session of a graph of `code_t5_session.graph`, and its key/value state:
+  """One onnxruntime session of a graph of `code_t5_session.graph`, and its key/value states:
   per layer, buffers of the graph's slots ([heads, slots, d_kv]) that each call reads whole
   (no copy; the slots past the held tokens weigh nothing in the graph) and writes its new
-  positions into."""
+  positions into. `tokens`, `keys`, `values` and `logits` are the state read last; up to
+  `states` - 1 others are parked, the least recently read given up first."""
 
-  def __init__(self, path: str, threads: int = 0):
+  def __init__(self, path: str, threads: int = 0, states: int = 0):
+    """`states`: the windows' states kept, 0 for `states_for`'s default."""
     import onnxruntime as ort  # pylint: disable=g-import-not-at-top
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads  # 0: onnxruntime's choice, the cores
@@ -53,16 +69,22 @@ class CachedModel:
     self.layers, self.heads, self.d_kv = meta["layers"], meta["heads"], meta["d_kv"]
     self.positions = meta["positions"]
     self.chunk = read_chunk(self.layers, self.heads, self.positions)
-    shape = (self.layers, self.heads, self.positions, self.d_kv)
-    self.keys = np.zeros(shape, np.float32)
-    self.values = np.zeros(shape, np.float32)
+    if states < 0:
+      raise ValueError(f"states must be 0 (the default) or more, not {states}")
+    self.states = states or states_for(self.layers, self.heads, self.positions, self.d_kv)
+    self.keys, self.values = self._buffers()
     self.tokens = []  # the inputs whose keys and values are held, positions 0 .. len - 1
     self.logits = {}  # {n: the logits after self.tokens[:n]}, for the n read last
+    self._parked = []  # the other states, (tokens, keys, values, logits), the newest last
     self.read_count = 0  # tokens read by the model since it was made (the cost of the calls)
 
+  def _buffers(self):
+    shape = (self.layers, self.heads, self.positions, self.d_kv)
+    return np.zeros(shape, np.float32), np.zeros(shape, np.float32)
+
   def forget(self):
-    """Drop the state: the next call reads from the start."""
-    self.tokens, self.logits = [], {}
+    """Drop every state: the next call reads from the start."""
+    self.tokens, self.logits, self._parked = [], {}, []
 
   def _read(self, new):
     """Reads `new` after the held tokens, `chunk` a call at most; returns the last logits."""
@@ -89,19 +111,55 @@ class CachedModel:
     self.read_count += len(new)
     return outputs[0]
 
+  def _switch(self, tokens, shared):
+    """Make the state that shares the longest start with `tokens` the current one (the
+    current on a tie); where reading `tokens` into it would keep less than half of what it
+    holds, park it and read into another state, its shared start copied over. Returns how
+    many of `tokens` the new current state holds."""
+    if shared == len(self.tokens):
+      return shared  # `tokens` go on from the current state: typing, or decoding
+    # The newest of the parked states that share the most, if more than the current.
+    best, best_shared = None, shared
+    for i, (held, _, _, _) in enumerate(self._parked):
+      count = _shared(tokens, held)
+      if count > best_shared or (best is not None and count == best_shared):
+        best, best_shared = i, count
+    if best is not None:
+      current = (self.tokens, self.keys, self.values, self.logits)
+      self.tokens, self.keys, self.values, self.logits = self._parked.pop(best)
+      self._parked.append(current)
+      shared = best_shared
+    if self.states > 1 and 2 * shared < len(self.tokens):
+      kept = (self.tokens, self.keys, self.values, self.logits)
+      if len(self._parked) + 1 >= self.states:  # the least recently read state's buffers
+        _, keys, values, _ = self._parked.pop(0)
+      else:
+        keys, values = self._buffers()
+      keys[:, :, :shared], values[:, :, :shared] = (self.keys[:, :, :shared],
+                                                    self.values[:, :, :shared])
+      self._parked.append(kept)
+      self.tokens, self.keys, self.values = self.tokens[:shared], keys, values
+      self.logits = {n: v for n, v in self.logits.items() if n <= shared}
+    return shared
+
   def logits_after(self, tokens):
     """float32 [vocab]: the logits of the token after `tokens` (a list of ids)."""
     tokens = list(tokens)
-    shared = 0
-    limit = min(len(tokens), len(self.tokens))
-    while shared < limit and tokens[shared] == self.tokens[shared]:
-      shared += 1
+    shared = self._switch(tokens, _shared(tokens, self.tokens))
     if shared == len(tokens) and shared in self.logits:
       return self.logits[shared]  # read before, and held since
     shared = min(shared, len(tokens) - 1)  # the last token is read again for its logits
     self.tokens = self.tokens[:shared]
     self.logits = {n: v for n, v in self.logits.items() if n <= shared}
     return self._read(tokens[shared:])
+
+
+def _shared(tokens, held) -> int:
+  """How many tokens the lists `tokens` and `held` share from their start."""
+  shared, limit = 0, min(len(tokens), len(held))
+  while shared < limit and tokens[shared] == held[shared]:
+    shared += 1
+  return shared
 
 
 def architecture_metadata(arch, positions: int) -> dict:

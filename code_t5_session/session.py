@@ -72,7 +72,7 @@ class Session:
   """One editor's session with an export: suggestions for prefixes of one file as it is typed."""
 
   def __init__(self, export_dir: str, weights: str = "float", threads: int = 0,
-               copy_from: str = "window", consensus: bool = False):
+               copy_from: str = "window", consensus: bool = False, states: int = 0):
     """`export_dir`: a local folder that `python -m code_t5.session_export` wrote (copy a
     gs:// one down first: onnxruntime reads local files); `weights`: "float" or "int8";
     `threads`: onnxruntime's, 0 for its choice; `copy_from`: what the copy cache reads,
@@ -81,7 +81,9 @@ class Session:
     passes it as `after`); `consensus`: suggest the consensus line of the greedy line and the
     prefix's two copies (`lines.consensus_line`) in its place, with the rule's default
     settings (gin's `code_t5.consensus_line` and `code_t5.copy_next_line` params configure the
-    eval and infer, not a session)."""
+    eval and infer, not a session); `states`: the windows' states the model keeps, so that a
+    jump back to a place read before reads only what changed there (`CachedModel`; 0: as many
+    as fit in 64 MB, at most 8)."""
     import sentencepiece as spm  # pylint: disable=g-import-not-at-top
     config = os.path.join(export_dir, CONFIG)
     if not os.path.isfile(config):
@@ -101,7 +103,7 @@ class Session:
     self.healing = decoding.HealingPieces(self.config["healing_texts"])
     self.pieces = self.config["healing_pieces"]
     self.steps = self.config["targets_length"] + self.pieces
-    self.model = CachedModel(model_path(export_dir, weights), threads)
+    self.model = CachedModel(model_path(export_dir, weights), threads, states)
     self._shown_prefix, self._shown = None, None
     self._after = ("", [])  # the last `after` text and its ids: encoded once while it stands
     self._repository = None  # set_repository's index

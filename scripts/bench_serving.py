@@ -45,7 +45,10 @@ the share answered without decoding, the tokens the model read a call, and the p
 RSS (with --repository_dir=DIR, each session is first given DIR's .py files as its
 repository, Session.set_repository, and the time to index them is reported; with
 --session_copy_from=file its copy cache reads the whole file before the cursor); a table,
-JSON and a PNG of the latency distribution (--png). With --equality, the same session
+JSON and a PNG of the latency distribution (--png). With --back_and_forth the lines are typed
+two at a time, a half of each in turn, so that the cursor goes back to places read before;
+--states=1,0 runs each session keeping one window's state and Session's default (as many as
+fit 64 MB; `CachedModel`), a row each. With --equality, the same session
 (float) also types each of those examples' line up to its cursor and completes there
 (decoding, not the kept suggestion), against the SavedModel's from-scratch completion of the
 same prefix: the count that are equal; and the edit similarity of the float and 8-bit
@@ -132,7 +135,8 @@ from code_t5_session import Session
 job = json.loads(sys.stdin.read())
 start = time.perf_counter()
 session = Session(job["export"], weights=job["weights"], threads=job["threads"],
-                  copy_from=job.get("copy_from", "window"), consensus=job.get("consensus", False))
+                  copy_from=job.get("copy_from", "window"), consensus=job.get("consensus", False),
+                  states=job.get("states", 0))
 load_s = time.perf_counter() - start
 files = []  # the repository's: every .py file under it, as an editor passes a project's
 if job.get("repository"):
@@ -179,6 +183,21 @@ def typed_line(prefix, target):
 def typed_to_cursor(prefix):
   """Typing a prefix's last line from its code start up to the cursor, as typed_line."""
   return typed_line(prefix, "")
+
+
+def back_and_forth(lines):
+  """`lines` (typed_line's) typed two at a time, a half of each in turn: the first half of one
+  line, of the next, the second half of the first, of the next; each piece [head, line, from,
+  to] typed from `from` to `to`, its first call a jump. An editor's cursor goes back to where
+  it was (the function left to add an import, the test beside the code): the second halves
+  read the windows the first halves read."""
+  pieces = []
+  for pair in (lines[i:i + 2] for i in range(0, len(lines), 2)):
+    halves = [(head, line, code, code + (end - code) // 2, end) for head, line, code, end in pair]
+    pieces += [[head, line, code, middle] for head, line, code, middle, _ in halves]
+    pieces += [[head, line, middle + 1, end] for head, line, _, middle, end in halves
+               if middle < end]
+  return pieces
 
 
 def typing_client(job):
@@ -253,36 +272,46 @@ def run_typing(args, threads):
   else:
     examples = baselines.task_examples(EVAL_TASK, args.split, count)
   lines = [typed_line(p, t) for p, t in examples[:args.lines]]
+  if args.back_and_forth:
+    lines = back_and_forth(lines)
   checked = examples[:args.equality]
   cursor_steps = [typed_to_cursor(p) for p, _ in checked]
   keystrokes = sum(end - code + 1 for _, _, code, end in lines)
   file_chars = int(np.median([len(head) for head, *_ in lines])) if lines else 0
-  print(f"typing {len(lines)} lines, {keystrokes} keystrokes, {file_chars:,} characters of "
-        "the file before the line at the median", file=sys.stderr)
+  print(f"typing {len(lines)} {'pieces of lines' if args.back_and_forth else 'lines'}, "
+        f"{keystrokes} keystrokes, {file_chars:,} characters of the file before the line at "
+        "the median", file=sys.stderr)
+  try:
+    state_counts = [int(count) for count in args.states.split(",")]
+  except ValueError:
+    sys.exit(f"bench_serving: --states={args.states}: counts of states, such as 0,1,8")
   results, completions = [], {}
-  for weights in args.weights.split(","):
-    for count_threads in threads:
-      job = {"export": args.typing, "weights": weights, "threads": count_threads,
-             "lines": lines, "typed_to_cursor": cursor_steps if count_threads == threads[0] else [],
-             "consensus": args.consensus, "copy_from": args.session_copy_from,
-             "repository": args.repository_dir}
-      measured = typing_client(job)
-      first = measured["calls"][0][1] if measured["calls"] else 0.0
-      served = f"session {weights}" + (", consensus" if args.consensus else "") + (
-          f", copy_from={args.session_copy_from}" if args.session_copy_from != "window" else ""
-      ) + (", a repository" if args.repository_dir else "")
-      results.append(typing_summary(served, count_threads, measured, first))
-      if args.repository_dir:
-        results[-1].update(repository_files=measured["repository_files"],
-                           index_s=measured["index_s"])
-        print(f"{served}: a repository of {measured['repository_files']} files, indexed in "
-              f"{measured['index_s']:.1f} s", file=sys.stderr)
-      if job["typed_to_cursor"]:
-        completions[weights] = measured["completions"]
-        if args.consensus:
-          completions[f"{weights} consensus"] = measured["consensus"]
-      print(f"session {weights}, {count_threads} thread(s): p50 "
-            f"{results[-1]['p50_ms']:.1f} ms", file=sys.stderr)
+  for weights, states, count_threads in ((w, n, t) for w in args.weights.split(",")
+                                         for n in state_counts for t in threads):
+    first_run = (states, count_threads) == (state_counts[0], threads[0])
+    job = {"export": args.typing, "weights": weights, "threads": count_threads,
+           "states": states, "lines": lines,
+           "typed_to_cursor": cursor_steps if first_run else [],
+           "consensus": args.consensus, "copy_from": args.session_copy_from,
+           "repository": args.repository_dir}
+    measured = typing_client(job)
+    first = measured["calls"][0][1] if measured["calls"] else 0.0
+    served = f"session {weights}" + (", consensus" if args.consensus else "") + (
+        f", copy_from={args.session_copy_from}" if args.session_copy_from != "window" else ""
+    ) + (", a repository" if args.repository_dir else "") + (
+        f", {states} state{'s' if states > 1 else ''}" if states else "")
+    results.append(typing_summary(served, count_threads, measured, first))
+    if args.repository_dir:
+      results[-1].update(repository_files=measured["repository_files"],
+                         index_s=measured["index_s"])
+      print(f"{served}: a repository of {measured['repository_files']} files, indexed in "
+            f"{measured['index_s']:.1f} s", file=sys.stderr)
+    if job["typed_to_cursor"]:
+      completions[weights] = measured["completions"]
+      if args.consensus:
+        completions[f"{weights} consensus"] = measured["consensus"]
+    print(f"{served}, {count_threads} thread(s): p50 {results[-1]['p50_ms']:.1f} ms",
+          file=sys.stderr)
   saved_models = dict(item.split("=", 1) for item in args.saved_model)
   for name, saved_model in saved_models.items():
     for count_threads in threads:
@@ -525,6 +554,12 @@ def main(argv=None):
   parser.add_argument("--typing", default=None,
                       help="an export of code_t5.session_export: replay typing sessions")
   parser.add_argument("--lines", type=int, default=100, help="--typing: lines typed")
+  parser.add_argument("--back_and_forth", action="store_true",
+                      help="--typing: the lines typed two at a time, a half of each in turn "
+                           "(the cursor goes back to a place it read before)")
+  parser.add_argument("--states", default="0",
+                      help="--typing: the windows' states each session keeps, a run for each "
+                           "of these counts (0: Session's default)")
   parser.add_argument("--weights", default="float,int8", help="--typing: the session's weights")
   parser.add_argument("--equality", type=int, default=0,
                       help="--typing: examples completed at their cursor by the session and "

@@ -730,6 +730,44 @@ def test_a_typed_session_completes_as_infer_and_the_saved_model(
 
 
 @pytest.mark.slow
+def test_a_jump_back_reads_only_what_changed_there(session_exports, memorise_data):
+  """Completions at three places in turn, then back: a session that keeps two windows' states
+  reads nothing of a place it left one place ago, and all of the place it left two places ago
+  (its state given up, the least recently read); with one state it reads each place whole.
+  The completions are the same either way, and the logits read back those of a fresh read."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from code_t5_session import Session  # pylint: disable=g-import-not-at-top
+  from code_t5_session.model import CachedModel, model_path  # pylint: disable=g-import-not-at-top
+  export = session_exports["cached"]
+  kept, one = (Session(export, threads=1, states=n) for n in (2, 1))
+  places = []  # three places whose windows share no token but the model's first, 0
+  for text, _ in memorise_data[2]:
+    if len(places) < 3 and kept.window(text)[0] not in {kept.window(p)[0] for p in places}:
+      places.append(text)
+  assert len(places) == 3
+  a, b, c = places
+
+  def whole(p):  # what a place's read holds after the 0: its window, the healed pieces off
+    return len(kept.healing.back_off(kept.window(p), kept.pieces,
+                                     kept.config["newline_id"])[0])
+  calls = {name: [session.complete(p) for p in (a, b, a, c, a, b)]
+           for name, session in (("kept", kept), ("one", one))}
+  assert [s.prefix_read for s in calls["kept"]] == [
+      whole(a) + 1, whole(b), 0, whole(c), 0, whole(b)]
+  assert [s.prefix_read for s in calls["one"]] == [
+      whole(a) + 1, whole(b), whole(a), whole(c), whole(a), whole(b)]
+  assert [s.text for s in calls["kept"]] == [s.text for s in calls["one"]]
+  fresh = CachedModel(model_path(export), 1, states=1)
+  for p in (a, b):  # parked states taken up again, a read partly held
+    inputs = [0] + kept.window(p)
+    np.testing.assert_allclose(kept.model.logits_after(inputs), fresh.logits_after(inputs),
+                               rtol=0, atol=1e-4)
+    fresh.forget()
+  with pytest.raises(ValueError, match="states must be 0"):
+    CachedModel(model_path(export), 1, states=-1)
+
+
+@pytest.mark.slow
 def test_the_shown_suggestion_is_kept_while_typed_along(session_exports):
   """Typing the shown suggestion's characters answers from it, reading nothing; a character
   it does not have, or a deletion, decodes again, from the state the model already holds."""

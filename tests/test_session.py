@@ -99,6 +99,19 @@ def test_the_copy_caches_counts_and_mixture_are_the_decodings(order, max_order):
   assert matched > 20, "too few rows with a match to test"
 
 
+@pytest.mark.parametrize("layers, heads, positions, d_kv, states", [
+    (4, 4, 580, 64, 8),  # the dev model's export: 4.5 MB a state, the most kept
+    (12, 12, 548, 64, 1),  # the base model's: 40 MB, one (its process held under 500 MB)
+    (2, 2, 100, 16, 8)])
+def test_a_model_keeps_the_windows_states_that_fit_the_budget(layers, heads, positions, d_kv,
+                                                               states):
+  from code_t5_session import model  # pylint: disable=g-import-not-at-top
+  assert model.states_for(layers, heads, positions, d_kv) == states
+  one_state = 2 * layers * heads * positions * d_kv * 4
+  assert states == model.STATES or (states + 1) * one_state > model.STATES_BYTES
+  assert states == 1 or states * one_state <= model.STATES_BYTES
+
+
 @pytest.mark.parametrize("layers, heads, positions, chunk", [
     (4, 4, 580, 128),  # the dev model's export (models/causal_lm_dev.gin, 544 + 32 read)
     (12, 12, 548, 64),  # the base model's
