@@ -283,8 +283,11 @@ def run_typing(args, threads):
         "the median", file=sys.stderr)
   try:
     state_counts = [int(count) for count in args.states.split(",")]
+    if min(state_counts) < 0:  # CachedModel's own error would come back as a client traceback
+      raise ValueError(args.states)
   except ValueError:
-    sys.exit(f"bench_serving: --states={args.states}: counts of states, such as 0,1,8")
+    sys.exit(f"bench_serving: --states={args.states}: counts of states, 0 or more, such as "
+             "0,1,8")
   results, completions = [], {}
   for weights, states, count_threads in ((w, n, t) for w in args.weights.split(",")
                                          for n in state_counts for t in threads):
