@@ -13,9 +13,10 @@ gin) and for an editor's `Session(consensus=True)`, which reads no TensorFlow.
 
 import math
 import os
-from typing import Callable, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import editdistance
+import numpy as np
 
 # The consensus's evidence: copy-line's share, copy-next's, and the temperature of the
 # model's lines (BENCHMARKS.md, "The consensus line" and "Copy-next from the nearest like
@@ -37,10 +38,12 @@ def line_similarity(target: str, prediction: str) -> float:
   return 1.0 - editdistance.eval(target, prediction) / longest if longest else 1.0
 
 
-def _similarity_bound(length: int, other_length: int) -> float:
-  """The most `line_similarity` can be for stripped lines of these lengths."""
-  longest = max(length, other_length)
-  return 1.0 - abs(length - other_length) / longest if longest else 1.0
+def _similarity_bounds(length: int, other_lengths: np.ndarray) -> np.ndarray:
+  """The most `line_similarity` can be for a stripped line of `length` and each of lines of
+  `other_lengths`."""
+  longest = np.maximum(length, other_lengths)
+  with np.errstate(invalid="ignore"):  # 0 / 0 where both are empty: similarity 1
+    return np.where(longest > 0, 1.0 - np.abs(length - other_lengths) / longest, 1.0)
 
 
 def copy_similar_line(prefix: str) -> str:
@@ -61,7 +64,8 @@ def copy_similar_line(prefix: str) -> str:
 
 
 def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
-                   min_similarity: float = MIN_SIMILARITY, max_lines: int = MAX_LINES) -> str:
+                   min_similarity: float = MIN_SIMILARITY, max_lines: int = MAX_LINES,
+                   at_depth: bool = True) -> str:
   """Rest of the line that followed the earlier place most like the place of the cursor:
   line-level induction, what a model that copies from its context would do (after `if other
   is None:`, what followed it before), and where the code repeats with changes (a second
@@ -70,14 +74,20 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   The place is the `context_lines` lines before the cursor's line, blank ones included; an
   earlier place matches by the mean edit similarity (`line_similarity`, indentation left
   out) of its lines to them, at least `min_similarity` (1: only the same lines), the
-  nearest winning a tie. Only a line that starts with what is typed and goes on is taken; ""
-  where none does, or where the lines before the cursor are all blank. The last `max_lines`
-  lines are read: the scan costs an edit distance a line and place.
+  nearest winning a tie. With `at_depth`, the line that followed is moved to the cursor's
+  depth: indented as much deeper or shallower than the place's last line not blank in
+  either place as it was there, where those two lines are alike (at least `min_similarity`;
+  a place whose line cannot go that far left is passed over); without, it is copied at its
+  own depth. Only a line that starts with what is typed and goes on is taken; "" where none
+  does, or where the lines before the cursor are all blank. The last `max_lines` lines are
+  read: the scan costs an edit distance a line and place.
 
   Why two lines and 0.5 (where before #60's analogues it was one line, the same): on the
   validation split this copy, else copy-line, scores 30.4 edit similarity against copy-line's
   24.7 (one line, the same: 27.8), most of it at the line's start, where most lines that
-  repeat stand (BENCHMARKS.md, "Copy-next from the nearest like place")."""
+  repeat stand (BENCHMARKS.md, "Copy-next from the nearest like place"). Why the depth:
+  `else:` after a block copied from a place one level deeper came 4 spaces too far right
+  (BENCHMARKS.md, "Copy-next at the cursor's depth")."""
   *earlier, typed = prefix.split("\n")
   # The file's start reads as blank lines, so that its first lines are a place too.
   earlier = [""] * (context_lines - 1) + [line.rstrip("\r") for line in earlier[-max_lines:]]
@@ -87,36 +97,86 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   place = stripped[-context_lines:]
   if not any(place):
     return ""
+  ours = earlier[-context_lines:]
   best, best_similarity = "", -1.0
   # An edit distance is at least the two lengths' difference, which bounds each line's
   # similarity from above. A place whose bounds cannot beat the best so far, or reach
   # min_similarity, cannot be the answer: its remaining distances are not computed (in a
-  # long file, most of them). Bounds and similarities are summed in one order, so that a
-  # bound rounds at or above its similarity.
+  # long file, most of them). The bounds of every place come at once from the lengths;
+  # bounds and similarities are summed in one order, so that a bound rounds at or above its
+  # similarity.
   place_lengths = [len(line) for line in place]
+  lengths = np.array([len(line) for line in stripped], dtype=np.float64)
+  # A place for each line it can end at, earlier[i]: it starts at earlier[i - context_lines + 1].
+  places = len(earlier) - context_lines
+  line_bounds = [_similarity_bounds(mine, lengths[k:k + places])
+                 for k, mine in enumerate(place_lengths)]
+  place_bounds = (sum(line_bounds) / context_lines).tolist()
+  line_bounds = [bounds.tolist() for bounds in line_bounds]
 
   def hopeless(similarities):
     mean = sum(similarities) / context_lines
     return mean <= best_similarity or mean < min_similarity
+  # With `at_depth`, what is typed after the indentation must start the line at whatever
+  # depth it stood: the cheap test first; the move to our depth and the test of all that is
+  # typed once the place's similarities are known, since they say whether it moves.
+  typed_text = typed.lstrip(" \t") if at_depth else typed
   # The place ending at earlier[i] is followed by earlier[i + 1]; nearest first.
   for i in range(len(earlier) - 2, context_lines - 2, -1):
+    start = i - context_lines + 1
+    bound = place_bounds[start]
+    if bound <= best_similarity or bound < min_similarity:
+      continue
     line = earlier[i + 1]
-    if len(line) <= len(typed) or not line.startswith(typed):
+    if not (line.lstrip(" \t") if at_depth else line).startswith(typed_text):
       continue
-    theirs = stripped[i - context_lines + 1:i + 1]
-    similarities = [_similarity_bound(mine, len(other))
-                    for mine, other in zip(place_lengths, theirs)]
-    if hopeless(similarities):
-      continue
+    theirs = stripped[start:i + 1]
+    similarities = [bounds[start] for bounds in line_bounds]
     for k in range(context_lines):
       similarities[k] = line_similarity(place[k], theirs[k])
       if hopeless(similarities):
         break
     else:
+      if at_depth:
+        line = _at_depth(line, ours, earlier[start:i + 1], similarities, min_similarity)
+      if line is None or len(line) <= len(typed) or not line.startswith(typed):
+        continue
       best, best_similarity = line[len(typed):], sum(similarities) / context_lines
       if best_similarity == 1.0:
         break  # the same lines: no place further back is more alike
   return best if best_similarity >= min_similarity else ""
+
+
+def _indentation(line: str) -> str:
+  return line[:len(line) - len(line.lstrip(" \t"))]
+
+
+def _at_depth(line: str, ours: Sequence[str], theirs: Sequence[str],
+              similarities: Sequence[float], min_similarity: float) -> Optional[str]:
+  """`line`, which followed the place `theirs`, moved to the depth of the place `ours`: as
+  much deeper or shallower than our last line not blank in either place as it was than
+  theirs, where those two lines are alike (`similarities` of the places' lines, at least
+  `min_similarity`); our indentation kept as the base. None where it would go left of column
+  0; the line as it is where the places have no such pair of lines, where the pair is not
+  alike (their depths need not correspond), or where their indentations mix tabs and spaces
+  differently."""
+  for mine, other, similarity in zip(reversed(ours), reversed(theirs), reversed(similarities)):
+    if mine.strip() and other.strip():
+      break
+  else:
+    return line
+  my_indent, their_indent = _indentation(mine), _indentation(other)
+  if my_indent == their_indent or similarity < min_similarity:
+    return line
+  line_indent = _indentation(line)
+  if line_indent.startswith(their_indent):  # as deep as their line or deeper
+    return my_indent + line[len(their_indent):]
+  if their_indent.startswith(line_indent):  # shallower: as many columns less than ours
+    less = len(their_indent) - len(line_indent)
+    if less > len(my_indent):
+      return None
+    return my_indent[:len(my_indent) - less] + line[len(line_indent):]
+  return line
 
 
 def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[float],

@@ -77,6 +77,26 @@ def test_copy_next_line_follows_the_nearest_like_place():
   assert copying.copy_next_line("class Q:\n    pass\nimport os\n", context_lines=1) == ""
 
 
+def test_copy_next_line_moves_the_line_to_the_cursors_depth():
+  # The place stands one level deeper earlier: its `else:` comes at the cursor's depth, not
+  # 4 spaces right of it.
+  prefix = ("def f(a):\n    if a:\n        if a > 1:\n            b = 2\n"
+            "        else:\n            b = 3\n"
+            "    if a > 1:\n        b = 2\n    ")
+  assert copying.copy_next_line(prefix) == "else:"
+  # A deeper line keeps its depth below the place's: the body after `if x:` one level in.
+  prefix = "        if x:\n            go()\nif x:\n"
+  assert copying.copy_next_line(prefix, context_lines=1) == "    go()"
+  # A line shallower than its place: as many columns left of the cursor's depth; a place
+  # whose line would go left of column 0 is passed over for the next like one.
+  prefix = ("class A:\n    def f(self):\n        return 1\n    x = 1\n"
+            "def g():\n    return 2\n")
+  assert copying.copy_next_line(prefix, context_lines=1) == "x = 1"
+  assert copying.copy_next_line("    return 1\nx = 1\nreturn 2\n", context_lines=1) == ""
+  # Tabs: the cursor's indentation is the base, the line's own beyond its place's is kept.
+  assert copying.copy_next_line("if a:\n\tb()\n\tif a:\n\t", context_lines=1) == "\tb()"
+
+
 def test_cursor_class_tells_a_cursor_inside_a_word_from_one_between_words():
   assert metrics.cursor_class("def f():\n    ", "return x") == "line start"
   assert metrics.cursor_class("x = 1\n", "y = 2") == "line start"

@@ -109,28 +109,36 @@ def _copy_line_as_defined(prefix):
   return max(shares)[2][len(typed):] if shares else ""
 
 
-def _copy_next_as_defined(prefix, context_lines, min_similarity, max_lines):
-  """copy-next's definition, every place's similarity computed (the library's scan leaves
-  out places whose bound cannot win)."""
+def _copy_next_as_defined(prefix, context_lines, min_similarity, max_lines, at_depth):
+  """copy-next's definition, every place's similarity computed and every following line
+  moved to the cursor's depth (the library's scan leaves out places whose bound cannot win,
+  and moves a line only for a place that can)."""
   *earlier, typed = prefix.split("\n")
   earlier = [""] * (context_lines - 1) + [line.rstrip("\r") for line in earlier[-max_lines:]]
   stripped = [line.strip() for line in earlier]
   place = stripped[-context_lines:]
   if len(earlier) < context_lines + 1 or not any(place):
     return ""
-  scored = [(sum(metrics.line_similarity(ours, theirs) for ours, theirs in
-                 zip(place, stripped[i - context_lines + 1:i + 1])) / context_lines, i,
-             earlier[i + 1][len(typed):])
-            for i in range(context_lines - 1, len(earlier) - 1)
-            if len(earlier[i + 1]) > len(typed) and earlier[i + 1].startswith(typed)]
+  move = copying.lines._at_depth  # pylint: disable=protected-access
+  scored = []
+  for i in range(context_lines - 1, len(earlier) - 1):
+    similarities = [metrics.line_similarity(ours, theirs) for ours, theirs in
+                    zip(place, stripped[i - context_lines + 1:i + 1])]
+    line = earlier[i + 1]
+    if at_depth:
+      line = move(line, earlier[-context_lines:], earlier[i - context_lines + 1:i + 1],
+                  similarities, min_similarity)
+    if line is not None and len(line) > len(typed) and line.startswith(typed):
+      scored.append((sum(similarities) / context_lines, i, line[len(typed):]))
   best = max(scored, default=None)  # the nearest (highest i) of equal similarities
   return best[2] if best and best[0] >= min_similarity else ""
 
 
-@pytest.mark.parametrize("context_lines, min_similarity, max_lines",
-                         [(2, 0.5, 4096), (1, 1.0, 4096), (3, 0.0, 4096), (2, 0.75, 6)])
+@pytest.mark.parametrize("context_lines, min_similarity, max_lines, at_depth",
+                         [(2, 0.5, 4096, True), (1, 1.0, 4096, True), (3, 0.0, 4096, True),
+                          (2, 0.75, 6, True), (2, 0.5, 4096, False)])
 def test_the_copies_are_their_definitions_on_random_files(context_lines, min_similarity,
-                                                           max_lines):
+                                                           max_lines, at_depth):
   # Few distinct lines, so that starts, places and ties repeat; CRLF and blank lines too.
   rng = random.Random(context_lines * 100 + max_lines)
   words = ["x = 1", "x = 2", "y", "return x", "if x:", "", "  ", "\tpass", "ab", "a b"]
@@ -141,11 +149,17 @@ def test_the_copies_are_their_definitions_on_random_files(context_lines, min_sim
     prefix = text[:rng.randrange(len(text) + 1)]
     copied = _copy_line_as_defined(prefix)
     assert copying.lines.copy_similar_line(prefix) == copied, prefix
-    following = _copy_next_as_defined(prefix, context_lines, min_similarity, max_lines)
-    assert copying.lines.copy_next_line(prefix, context_lines, min_similarity,
-                                        max_lines) == following, prefix
-    found.update(copy_line=bool(copied), copy_next=bool(following))
+    following = _copy_next_as_defined(prefix, context_lines, min_similarity, max_lines,
+                                      at_depth)
+    assert copying.lines.copy_next_line(prefix, context_lines, min_similarity, max_lines,
+                                        at_depth) == following, prefix
+    *earlier, typed = prefix.split("\n")
+    found.update(copy_line=bool(copied), copy_next=bool(following),
+                 moved=bool(following) and typed + following not in
+                 [line.rstrip("\r") for line in earlier])
   assert found["copy_line"] > 500 and found["copy_next"] > 20, found
+  # Lines come at the cursor's depth that stand nowhere at it earlier, and only so.
+  assert (found["moved"] > 2) == at_depth, found
 
 
 def test_the_models_consensus_chooses_among_the_models_lines_only():

@@ -16,7 +16,8 @@ copy_similar_line = lines.copy_similar_line
 @gin.configurable(module="code_t5")
 def copy_next_line(prefix: str, context_lines: int = lines.CONTEXT_LINES,
                    min_similarity: float = lines.MIN_SIMILARITY,
-                   max_lines: int = lines.MAX_LINES) -> str:
+                   max_lines: int = lines.MAX_LINES, at_depth: bool = True) -> str:
   """`code_t5_session/lines.py: copy_next_line`, configured by gin (`consensus.gin` names the
-  params that restore the same-line rule)."""
-  return lines.copy_next_line(prefix, context_lines, min_similarity, max_lines)
+  params that restore the same-line rule, and `at_depth = False` the line at its own
+  depth)."""
+  return lines.copy_next_line(prefix, context_lines, min_similarity, max_lines, at_depth)
