@@ -39,8 +39,8 @@ def line_similarity(target: str, prediction: str) -> float:
 
 
 def _similarity_bounds(length: int, other_lengths: np.ndarray) -> np.ndarray:
-  """The most `line_similarity` can be for a stripped line of `length` and each of lines of
-  `other_lengths`."""
+  """The most `line_similarity` can be for a stripped line of `length` and each stripped line
+  of `other_lengths`."""
   longest = np.maximum(length, other_lengths)
   with np.errstate(invalid="ignore"):  # 0 / 0 where both are empty: similarity 1
     return np.where(longest > 0, 1.0 - np.abs(length - other_lengths) / longest, 1.0)

@@ -88,11 +88,17 @@ def test_copy_next_line_moves_the_line_to_the_cursors_depth():
   prefix = "        if x:\n            go()\nif x:\n"
   assert copying.copy_next_line(prefix, context_lines=1) == "    go()"
   # A line shallower than its place: as many columns left of the cursor's depth; a place
-  # whose line would go left of column 0 is passed over for the next like one.
+  # whose line would go left of column 0 is passed over, for the next like one if any.
   prefix = ("class A:\n    def f(self):\n        return 1\n    x = 1\n"
             "def g():\n    return 2\n")
   assert copying.copy_next_line(prefix, context_lines=1) == "x = 1"
   assert copying.copy_next_line("    return 1\nx = 1\nreturn 2\n", context_lines=1) == ""
+  prefix = "return 9\nfirst()\n    return 1\nx = 1\nreturn 2\n"
+  assert copying.copy_next_line(prefix, context_lines=1) == "first()"
+  # The places' last lines are not alike (the place matched on its first line): their
+  # depths need not correspond, so the line keeps its own.
+  prefix = "total = compute(values)\n        zzzzzz\n    next_line()\ntotal = compute(values)\nqq\n"
+  assert copying.copy_next_line(prefix) == "    next_line()"
   # Tabs: the cursor's indentation is the base, the line's own beyond its place's is kept.
   assert copying.copy_next_line("if a:\n\tb()\n\tif a:\n\t", context_lines=1) == "\tb()"
 
