@@ -114,8 +114,7 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   place_bounds = (sum(line_bounds) / context_lines).tolist()
   line_bounds = [bounds.tolist() for bounds in line_bounds]
 
-  def hopeless(similarities):
-    mean = sum(similarities) / context_lines
+  def hopeless(mean):  # a place whose mean similarity, or its bound, is this cannot win
     return mean <= best_similarity or mean < min_similarity
   # With `at_depth`, what is typed after the indentation must start the line at whatever
   # depth it stood: the cheap test first; the move to our depth and the test of all that is
@@ -124,8 +123,7 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   # The place ending at earlier[i] is followed by earlier[i + 1]; nearest first.
   for i in range(len(earlier) - 2, context_lines - 2, -1):
     start = i - context_lines + 1
-    bound = place_bounds[start]
-    if bound <= best_similarity or bound < min_similarity:
+    if hopeless(place_bounds[start]):
       continue
     line = earlier[i + 1]
     if not (line.lstrip(" \t") if at_depth else line).startswith(typed_text):
@@ -134,7 +132,7 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
     similarities = [bounds[start] for bounds in line_bounds]
     for k in range(context_lines):
       similarities[k] = line_similarity(place[k], theirs[k])
-      if hopeless(similarities):
+      if hopeless(sum(similarities) / context_lines):
         break
     else:
       if at_depth:
