@@ -79,6 +79,9 @@ BEAM_8 = ["code_t5.prefix_lm_beam_search.max_steps = 8"]
 TOP_3 = BEAM_8 + ["TOP_K = 3"]
 BEAM_1_NEVER_END = BEAM_8 + ["code_t5.prefix_lm_beam_search.beam_size = 1",
                              "code_t5.prefix_lm_beam_search.never_end = True"]
+# One step of 4 beams, ending nowhere: each prefix's 4 likeliest first pieces.
+FIRST_PIECES = ["code_t5.prefix_lm_beam_search.max_steps = 1", "BEAM_SIZE = 4", "TOP_K = 4",
+                "code_t5.prefix_lm_beam_search.never_end = True"]
 # What score mode reads: two completions of each prefix, then one completion after TAIL and
 # after LONG_LINE + TAIL, which must score alike (the long line is cut off).
 SCORED = [(p, c) for p in PREFIXES for c in ("(x)", " = 1")] + [(TAIL, " x"),
@@ -89,7 +92,8 @@ SCORED = [(p, c) for p in PREFIXES for c in ("(x)", " = 1")] + [(TAIL, " x"),
 def decoded(trained_model_dir, flcc_data_dir, tmp_path_factory):
   """Every way of decoding the trained model, in one process (tests/mesh_main_runs.py: the
   imports paid once): infer (greedy; greedy and beam search of width one with EOS forbidden;
-  beam search), score of SCORED, export. {name: (what it wrote, its stderr)}."""
+  beam search; one step of 4 beams), score of SCORED, export. {name: (what it wrote, its
+  stderr)}."""
   root = tmp_path_factory.mktemp("decoded")
   (root / "prefixes.jsonl").write_text("".join(json.dumps({"prefix": p}) + "\n"
                                               for p in PREFIXES))
@@ -108,6 +112,7 @@ def decoded(trained_model_dir, flcc_data_dir, tmp_path_factory):
       infer("greedy never ending", [], GREEDY_8 + NEVER_END),
       infer("beam 1 never ending", ["beam_search.gin"], BEAM_1_NEVER_END),
       infer("beam", ["beam_search.gin"], TOP_3),
+      infer("first pieces", ["beam_search.gin"], FIRST_PIECES),
       # Two checkpoints in one launch: a file for each (the learning bench's induction probe).
       ("scores", mesh_main_command(
           trained_model_dir, flcc_data_dir, model + ["score.gin"],
@@ -268,6 +273,18 @@ def test_beam_search_of_width_one_without_eos_is_greedy(decoded):
   greedy = _completions(decoded, "greedy never ending")
   assert any(greedy)
   assert [completions[0] for completions, _ in _top_k(decoded, "beam 1 never ending")] == greedy
+
+
+@pytest.mark.slow
+def test_the_line_search_grows_every_beam(decoded):
+  """A search of 4 beams for one piece gives 4 lines, each with its score, the likeliest
+  greedy's first piece. (mesh-tf's beam search, given a layout, grows each beam by only its
+  2 likeliest pieces unless told otherwise: its first step, which grows one beam, kept 2.)"""
+  greedy = _completions(decoded, "greedy never ending")
+  for (completions, scores), line in zip(_top_k(decoded, "first pieces"), greedy):
+    assert len(completions) == 4 and all(-1000 < s <= 0 for s in scores), (completions, scores)
+    assert scores == sorted(scores, reverse=True)
+    assert line.startswith(completions[0]), (line, completions)
 
 
 def _top_k(decoded, name):

@@ -76,15 +76,17 @@ SOAK_SHAPES = ("tpu_v3_32",)
 INFER_SHAPES = ("cpu", "model:2,batch:2")
 # Greedy decoding with token healing (code_t5.greedy_decode, which decodes the prefix LM too):
 # its mask is computed whole on every slice of the batch and laid out over `vocab` as the
-# logits are, which `model:2` splits. (Greedy, not the line search: mtf's beam search over a
-# vocabulary split in two keeps other candidates than over one, and returns other lines.)
-# The copy cache (code_t5.copy_cache) likewise: its counts are computed whole on every slice,
-# and mixed with the step's logits gathered whole; it reads the file before the window too
-# (file_cache.gin's "cache" feature, joined with the window on every slice).
+# logits are, which `model:2` splits. The copy cache (code_t5.copy_cache) likewise: its counts
+# are computed whole on every slice, and mixed with the step's logits gathered whole; it reads
+# the file before the window too (file_cache.gin's "cache" feature, joined with the window on
+# every slice). And the line search over them: its candidates are the exact top 2 x beams
+# whether the vocabulary is split in two or not (code_t5.prefix_lm_beam_search), so it finds
+# the same lines.
 HEALED_SHAPES = ("cpu", "model:2,batch:2")
 HEALED_GREEDY = ["utils.run.predict_fn = @code_t5.greedy_decode",
                  "code_t5.token_healing.pieces = 3", "code_t5.copy_cache.weight = 0.5",
                  "code_t5.copy_cache.file_tokens = 256"]
+HEALED_SEARCH = HEALED_GREEDY[1:] + ["BEAM_SIZE = 4", "TOP_K = 4"]
 TINY_RUN = ["MIXTURE_NAME = 'flcc_python_full_line'"] + TINY_MODEL + [
     f"utils.run.batch_size = ('sequences_per_batch', {BATCH})", "mesh_train_dataset_fn.seed = 7",
     "dropout_rate = 0.0", "Unitransformer.sample_autoregressive.max_steps = 8"]
@@ -134,6 +136,9 @@ def _run_shapes(shapes, root, flcc_data_dir, warm_start):
       commands.append(command(warm, [mesh_file, "infer_full_line.gin"],
                               params + decode + HEALED_GREEDY + [
           f"INPUT_FILE = '{prefixes}'", f"OUTPUT_FILE = '{model_dir}/healed'"]))
+      commands.append(command(warm, [mesh_file, "infer_full_line.gin", "beam_search.gin"],
+                              params + decode + HEALED_SEARCH + [
+          f"INPUT_FILE = '{prefixes}'", f"OUTPUT_FILE = '{model_dir}/searched'"]))
     # The same decoder without the cache: the cache must change something. (That healing
     # does is held in tests/test_memorisation.py, healed against plain cuts inside words.)
     if shape == "cpu":
@@ -159,7 +164,7 @@ def _run_shapes(shapes, root, flcc_data_dir, warm_start):
       with open(model_dir / f"completions-{WARM_STEPS}") as f:
         completions = f.read().split("\n")[:-1]
     healed = {}
-    for name in (["healed"] if shape in HEALED_SHAPES else []) + (
+    for name in (["healed", "searched"] if shape in HEALED_SHAPES else []) + (
         ["uncached"] if shape == "cpu" else []):
       next(outputs)
       with open(model_dir / f"{name}-{WARM_STEPS}") as f:
@@ -220,3 +225,16 @@ def test_healed_and_cached_greedy_decoding_on_a_split_mesh_is_one_devices(runs):
   assert len(reference) == len(PREFIXES) and any(reference)
   assert reference != runs["cpu"]["healed"]["uncached"]  # the cache changed the lines
   assert split == reference
+
+
+def test_the_line_search_on_a_split_mesh_is_one_devices(runs):
+  """The same lines, best first, with the same scores, where the model and its vocabulary are
+  split in two (with healing and the copy cache)."""
+  def searched(shape):
+    return [json.loads(line) for line in runs[shape]["healed"]["searched"]]
+  reference, split = searched("cpu"), searched("model:2,batch:2")
+  assert len(reference) == len(PREFIXES)
+  assert sum(len(found["completions"]) for found in reference) > len(PREFIXES)
+  for found, found_split in zip(reference, split):
+    assert found_split["completions"] == found["completions"]
+    assert found_split["scores"] == pytest.approx(found["scores"], abs=1e-4)

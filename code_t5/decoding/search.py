@@ -200,6 +200,19 @@ class _PrefixReader:
     # The input of the first step: the prefix's last token (its EOS, if delimited).
     self.last_token = mtf.gather(sequence, self.prefix_length - 1, self.sequence_dim)
 
+  def broadcast(self, batch_dims):
+    """The prefix, read once, for `batch_dims` (the beams of each prefix): its states and
+    positions the same for each."""
+    def each(tensor):
+      rest = [dim for dim in tensor.shape.dims if dim not in self.batch_dims]
+      return mtf.broadcast(tensor, batch_dims + rest)
+    self.states = [each(state) for state in self.states]
+    self.constant_states = tf.nest.map_structure(
+        lambda s: each(s) if isinstance(s, mtf.Tensor) else s, self.constant_states)
+    self.prefix_length, self.priority, self.last_token = (
+        each(self.prefix_length), each(self.priority), each(self.last_token))
+    self.batch_dims = batch_dims
+
   def logits(self, step, previous, states):
     """Float logits for position len(prefix) + step, whose input is `previous` (the token
     written at step - 1; ignored at step 0, where it is the prefix's last), and the new
@@ -361,7 +374,8 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
     features: {"inputs": [batch, length]}: the prefix's tokens (with the EOS that delimits
       them, if the model reads one), then zeros.
     variable_dtype: an mtf.VariableDType.
-    beam_size: hypotheses kept per prefix.
+    beam_size: hypotheses kept per prefix: each step keeps the likeliest of all their
+      extensions, whichever beam and piece (no beam is held to its own best few).
     alpha: length penalty exponent, ((5 + length) / 6) ** alpha (GNMT). 0: a score is the
       completion's log-probability with its line end, what score.gin gives the same pair.
     max_steps: longest completion, in tokens (None: the targets' length, the longest rest of a
@@ -401,10 +415,11 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   if cache:
     cache.broadcast(batch_dims)
 
-  # Room after the prefix for the continuation, then one copy of the prefix per beam (the
-  # prefix pass costs beam_size times greedy's; the search steps dominate for long lines).
-  sequence = mtf.pad(inputs, [0, max_steps], length_dim.name)
-  reader = _PrefixReader(model, _beams_of(sequence, batch_dims), variable_dtype)
+  # Room after the prefix for the continuation; the prefix read once, as greedy reads it, its
+  # states then the same for every beam.
+  reader = _PrefixReader(model, mtf.pad(inputs, [0, max_steps], length_dim.name),
+                         variable_dtype)
+  reader.broadcast(batch_dims)
 
   def logits_fn(step, continuation, states):
     """Logits for sequence position len(prefix) + step, given the continuation so far."""
@@ -421,6 +436,8 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
       return logits, new_states
     return line_end_logits(logits, model.output_vocab_dim), new_states
 
+  mesh_shape = mtf.convert_to_shape(model.mesh_shape)
+  processors = mesh_shape.size if mesh_shape else 1
   beams, scores = mtf.beam_search.beam_search(
       logits_fn,
       mtf.zeros(mesh, [batch_dim, beam_dim, decode_dim], tf.int32),
@@ -430,8 +447,17 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
       decode_length=mtf.constant(mesh, max_steps, dtype=tf.int32),
       use_tpu=True,  # as mesh-tf's own beam_search: fixed loop variables
       dtype=tf.float32,
-      mesh_shape=model.mesh_shape,
-      layout=model.layout)
+      # Given a layout, mtf's beam_search grows each beam by only its `num_prefilter` likeliest
+      # pieces in each part of the vocabulary as the mesh splits it (one part on every shipped
+      # mesh), 2 unless told; None: 2 x beam_size, so that no hypothesis of the exact top
+      # 2 x beam_size is lost (with 2, the first step, which grows one beam, kept 2 first
+      # pieces for 8 beams). The layout also gathers the beams' states by one
+      # [rows x beams]^2 matrix per processor, which pays on a TPU's matrix units and costs
+      # `rows` times the [beams]^2 gather elsewhere: with one processor (CPU, one GPU) no
+      # layout is given (BENCHMARKS.md, "The line search, exact and read once").
+      num_prefilter=None,
+      mesh_shape=model.mesh_shape if processors > 1 else None,
+      layout=model.layout if processors > 1 else None)
   if not never_end:
     beams = line_end_as_eos(beams)
   if healer:
