@@ -83,10 +83,10 @@ INFER_SHAPES = ("cpu", "model:2,batch:2")
 # whether the vocabulary is split in two or not (code_t5.prefix_lm_beam_search), so it finds
 # the same lines.
 HEALED_SHAPES = ("cpu", "model:2,batch:2")
-HEALED_GREEDY = ["utils.run.predict_fn = @code_t5.greedy_decode",
-                 "code_t5.token_healing.pieces = 3", "code_t5.copy_cache.weight = 0.5",
-                 "code_t5.copy_cache.file_tokens = 256"]
-HEALED_SEARCH = HEALED_GREEDY[1:] + ["BEAM_SIZE = 4", "TOP_K = 4"]
+HEALED_AND_CACHED = ["code_t5.token_healing.pieces = 3", "code_t5.copy_cache.weight = 0.5",
+                     "code_t5.copy_cache.file_tokens = 256"]
+HEALED_GREEDY = ["utils.run.predict_fn = @code_t5.greedy_decode"] + HEALED_AND_CACHED
+HEALED_SEARCH = HEALED_AND_CACHED + ["BEAM_SIZE = 4", "TOP_K = 4"]
 TINY_RUN = ["MIXTURE_NAME = 'flcc_python_full_line'"] + TINY_MODEL + [
     f"utils.run.batch_size = ('sequences_per_batch', {BATCH})", "mesh_train_dataset_fn.seed = 7",
     "dropout_rate = 0.0", "Unitransformer.sample_autoregressive.max_steps = 8"]

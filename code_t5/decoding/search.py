@@ -120,7 +120,7 @@ class _CopyCache:
   def broadcast(self, batch_dims):
     """The cache's source, joined once per prefix, for `batch_dims` (the beams of each)."""
     self.inputs = _beams_of(self.inputs, batch_dims)
-    self.prefix_length = mtf.broadcast(self.prefix_length, batch_dims)
+    self.prefix_length = _beams_of(self.prefix_length, batch_dims)
     self.batch_dims = batch_dims
 
   def mixed(self, logits, continuation, step):
@@ -202,13 +202,14 @@ class _PrefixReader:
 
   def broadcast(self, batch_dims):
     """The prefix, read once, for `batch_dims` (the beams of each prefix): its states and
-    positions the same for each."""
-    def each(tensor):
-      rest = [dim for dim in tensor.shape.dims if dim not in self.batch_dims]
-      return mtf.broadcast(tensor, batch_dims + rest)
+    positions the same for each. (A causal model's priority is the positions alone, the same
+    for every row: it stays so.)"""
+    def each(value):
+      if isinstance(value, mtf.Tensor) and self.batch_dims[0] in value.shape.dims:
+        return _beams_of(value, batch_dims)
+      return value
     self.states = [each(state) for state in self.states]
-    self.constant_states = tf.nest.map_structure(
-        lambda s: each(s) if isinstance(s, mtf.Tensor) else s, self.constant_states)
+    self.constant_states = tf.nest.map_structure(each, self.constant_states)
     self.prefix_length, self.priority, self.last_token = (
         each(self.prefix_length), each(self.priority), each(self.last_token))
     self.batch_dims = batch_dims
@@ -486,9 +487,10 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   return mtf.gather(beams, mtf.constant(mesh, 0, dtype=tf.int32), beam_dim)
 
 
-def _beams_of(ids, batch_dims):
-  """[batch, length] `ids` as [batch, beam, length]: the same row for every beam."""
-  return mtf.broadcast(ids, batch_dims + ids.shape.dims[-1:])
+def _beams_of(tensor, batch_dims):
+  """A [batch, ...] `tensor` as [batch, beam, ...]: the same for every beam."""
+  return mtf.broadcast(tensor,
+                       batch_dims + [dim for dim in tensor.shape.dims if dim not in batch_dims])
 
 
 def line_end_as_eos(ids):
