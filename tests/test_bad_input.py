@@ -195,6 +195,11 @@ ROWS = [
     Row("a gin file that is not there", "mesh_transformer_main",
         _mesh_main(PREFIX_LM + ["models/no_such.gin"], [TASK]),
         lambda c: "Unable to open file: models/no_such.gin", _checkpoints),
+    Row("a bit-identical training with TensorFlow's oneDNN ops on", "mesh_transformer_main",
+        _mesh_main(PREFIX_LM + ["reproducible.gin"], [TASK, "run.train_steps = 3"]),
+        lambda c: "code_t5.reproducible.bit_identical = True (reproducible.gin): TensorFlow's "
+                  "oneDNN ops are on, and they add floats in varying order; run with "
+                  "TF_ENABLE_ONEDNN_OPTS=0 in the environment", _checkpoints),
     Row("an unknown Task", "mesh_transformer_main",
         _mesh_main(PREFIX_LM, ["MIXTURE_NAME = 'flcc_pyhton_full_line'", "run.train_steps = 3"]),
         lambda c: "MIXTURE_NAME = 'flcc_pyhton_full_line' is no registered Task or Mixture: "

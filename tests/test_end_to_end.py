@@ -3,7 +3,8 @@
 The train command is the old guide's, word for word, plus gin params that shrink the model.
 Eval, perplexity eval, finetuning and training from a seqio cache are run and checked by
 `test_docs.py` (GENTLE_INTRO's commands, on the dev model); here: infer, beam search, score
-and export on prefixes chosen to catch a wrong input window, and the bitransformer.
+and export on prefixes chosen to catch a wrong input window, the bitransformer, and
+reproducible.gin's trainings.
 """
 
 import glob
@@ -372,3 +373,38 @@ def test_the_serving_bench_measures_the_export(decoded, trained_model_dir, flcc_
       assert 0 < stats["p50_ms"] <= stats["max_ms"] <= result["max_ms"]
   assert result["first_call_ms"] > 0 and result["peak_rss_mb"] > 100 and result["disk_mb"] > 0
   assert "| greedy | 1 |" in proc.stdout
+
+
+def _weights(model_dir, step):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(os.path.join(model_dir, f"model.ckpt-{step}"))
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+          if not name.startswith("global_step")}
+
+
+@pytest.mark.slow
+def test_reproducible_gin_trains_the_same_weights_every_run(flcc_data_dir, tmp_path):
+  """reproducible.gin, with TensorFlow's oneDNN ops off as it asks: two trainings of one SEED
+  (in one process, as two users' runs would not be: what the first leaves behind must not move
+  the second) end in the same weights, to the last bit; another SEED ends elsewhere. Without
+  its graph seed mesh-tf draws its initializers unseeded; without its dropout seeds each
+  process salts them; on all threads the same start and batches drift apart (this test fails
+  with `bit_identical = False`)."""
+  steps = 8
+  def training(name, seed):
+    return mesh_main_command(str(tmp_path / name), flcc_data_dir,
+                             ["models/shared-prefix_lm.gin", "mesh/cpu.gin", "reproducible.gin"],
+                             TINY_MODEL + [
+        "MIXTURE_NAME = 'flcc_python_full_line'", f"run.train_steps = {steps}",
+        f"utils.run.save_checkpoints_steps = {steps}", f"SEED = {seed}"])
+  proc = subprocess.run(mesh_main_runs_command([training("a", 3), training("b", 3),
+                                                training("c", 4)]),
+                        cwd=REPO_ROOT, capture_output=True, text=True,
+                        env=dict(QUIET_TF, TF_ENABLE_ONEDNN_OPTS="0"))
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  first, again, other = (_weights(str(tmp_path / name), steps) for name in "abc")
+  assert first.keys() == again.keys() == other.keys() and first
+  assert all(np.array_equal(first[name], again[name]) for name in first), [
+      name for name in first if not np.array_equal(first[name], again[name])]
+  assert not any(np.array_equal(first[name], other[name]) for name in first
+                 if first[name].size > 1)

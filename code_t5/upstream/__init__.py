@@ -22,7 +22,9 @@ progress, files, ...); what replaces or wraps an upstream name lives here.
     estimator.py     Estimator.train, Estimator.predict: progress lines, code_t5.train_budget;
                      a training tells the preprocessors the step it starts at
                      (preprocessors.training_reads_from: a resumed training or
-                     train_and_evaluate's next segment meets new cursors, not the first pass's)
+                     train_and_evaluate's next segment meets new cursors, not the first pass's);
+                     under code_t5.reproducible, a graph seed, one thread, and
+                     mesh_tensorflow.placement_mesh_impl's random and hash seeded
     (files)          t5's path flags (--model_dir, --t5_tfds_data_dir, ...) ->
                      files.check_path_flags: a gs:// bucket that does not exist is one line
                      before t5 makes the model dir

@@ -15,7 +15,9 @@ is followed by `check_config`, which names what is wrong and what to type instea
     reads, missing or cut short (files.checkpoint_problem); eval, infer and score check the
     steps they ask for when mesh-tf picks them (upstream/checkpoints.py);
   * that checkpoint's relative position bias, one table shared by all layers or one per
-    layer, not what the gin config builds (relative_bias_mismatch).
+    layer, not what the gin config builds (relative_bias_mismatch);
+  * a bit-identical training (reproducible.gin) in a process whose TensorFlow has its oneDNN
+    ops on.
 """
 
 import difflib
@@ -29,6 +31,7 @@ from code_t5 import preprocessors
 from code_t5 import tasks
 from code_t5 import vocabulary
 from code_t5.data import builder as flcc_builder
+from code_t5.upstream import estimator
 from code_t5.upstream import wrapping
 from code_t5_session import graph as session_graph
 
@@ -192,6 +195,20 @@ def _check_checkpoints() -> None:
       raise ConfigError(problem)
 
 
+def _check_reproducible() -> None:
+  """`code_t5.reproducible.bit_identical` needs TensorFlow's oneDNN ops off: on one thread they
+  still add floats in an order of their own (two 6-step trainings of the dev model differed
+  from the second step), and TensorFlow reads TF_ENABLE_ONEDNN_OPTS once, when imported."""
+  if not estimator.reproducible()[1]:
+    return
+  from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
+  if _pywrap_util_port.IsMklEnabled():
+    raise ConfigError("code_t5.reproducible.bit_identical = True (reproducible.gin): TensorFlow's "
+                      "oneDNN ops are on, and they add floats in varying order; run with "
+                      "TF_ENABLE_ONEDNN_OPTS=0 in the environment (TensorFlow reads it when "
+                      "imported)")
+
+
 def check_config() -> None:
   """The checks above on gin's parsed config; the first failure is a ConfigError."""
   unset = required_unset()
@@ -203,6 +220,7 @@ def check_config() -> None:
   if name is not None:
     _check_vocabularies(_check_mixture(name))
   _check_checkpoints()
+  _check_reproducible()
 
 
 def _checking(parse_gin_defaults_and_flags):
