@@ -161,6 +161,14 @@ def run_forked(argv, env=None):
                                          f_out.read(), f_err.read())
 
 
+def checkpoint_tensors(path):
+  """{name: value} of every variable a checkpoint holds (`path`: its prefix, model.ckpt-N, or a
+  SavedModel's variables/variables)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(path)
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
 def saved_model_completions(export_dir, prefixes, batch_size, top_k=False):
   """The first line of what the SavedModel that export mode wrote under `export_dir` completes
   each prefix with, asked as a serving client would (a fresh process, TF and tensorflow_text

@@ -21,8 +21,8 @@ from code_t5 import progress
 from code_t5 import run_records
 from code_t5 import summaries
 import mesh_main_runs
-from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command, mesh_main_runs_command,
-                      run_mesh_main, saved_model_completions)
+from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, checkpoint_tensors, mesh_main_command,
+                      mesh_main_runs_command, run_mesh_main, saved_model_completions)
 
 # The tests share one trained model: one worker runs them all.
 pytestmark = pytest.mark.xdist_group("end_to_end")
@@ -376,10 +376,8 @@ def test_the_serving_bench_measures_the_export(decoded, trained_model_dir, flcc_
 
 
 def _weights(model_dir, step):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  reader = tf.train.load_checkpoint(os.path.join(model_dir, f"model.ckpt-{step}"))
-  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-          if not name.startswith("global_step")}
+  return {name: value for name, value in checkpoint_tensors(
+      os.path.join(model_dir, f"model.ckpt-{step}")).items() if not name.startswith("global_step")}
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from code_t5.data import tree_writer
 import gcs_emulator
 import mesh_main_runs
 from conftest import (FIXTURE_RATIOS, PYTHON, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE,
-                      mesh_main_command, mesh_main_runs_command)
+                      checkpoint_tensors, mesh_main_command, mesh_main_runs_command)
 
 # One emulator (it holds port 443) and one chain of runs: one worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gcs")]
@@ -114,10 +114,9 @@ def _checkpoint(model_dir):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = tf.train.latest_checkpoint(model_dir)
   assert path.endswith(f"-{TRAIN_STEPS}"), path
-  reader = tf.train.load_checkpoint(path)
   # float64: numpy cannot compare bfloat16 (mesh-tf's slices) with allclose.
-  return {name: np.asarray(reader.get_tensor(name)).astype(np.float64)
-          for name in reader.get_variable_to_shape_map()}
+  return {name: np.asarray(value).astype(np.float64)
+          for name, value in checkpoint_tensors(path).items()}
 
 
 def _tfds_files(data_dir):

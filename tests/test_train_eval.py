@@ -15,7 +15,7 @@ import pytest
 from code_t5 import run_records
 from code_t5.modes import train_eval
 import mesh_main_runs
-from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, mesh_main_command,
+from conftest import (QUIET_TF, REPO_ROOT, TINY_MODEL, checkpoint_tensors, mesh_main_command,
                       mesh_main_runs_command)
 
 pytestmark = pytest.mark.xdist_group("train_eval")
@@ -163,10 +163,8 @@ def test_a_plateau_lowers_the_rate_then_stops_the_run(runs):
 @pytest.mark.slow
 def _saved_model_variables(export_dir):
   import glob  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   [saved_model] = glob.glob(os.path.join(export_dir, "[0-9]*"))
-  reader = tf.train.load_checkpoint(os.path.join(saved_model, "variables", "variables"))
-  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+  return checkpoint_tensors(os.path.join(saved_model, "variables", "variables"))
 
 
 @pytest.mark.slow
@@ -178,10 +176,9 @@ def test_exporting_the_best_equals_exporting_its_step(runs):
   for name, value in best.items():
     assert (value == step[name]).all(), name
   # Another step's export differs: the comparison can tell checkpoints apart.
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  latest = tf.train.load_checkpoint(os.path.join(model_dir, f"model.ckpt-{PLATEAU_STEPS - 10}"))
-  assert any(not (latest.get_tensor(name) == value).all() for name, value in best.items()
-             if name in latest.get_variable_to_shape_map()), "steps 10 and 30 look the same"
+  latest = checkpoint_tensors(os.path.join(model_dir, f"model.ckpt-{PLATEAU_STEPS - 10}"))
+  assert any(not (latest[name] == value).all() for name, value in best.items()
+             if name in latest), "steps 10 and 30 look the same"
 
 
 @pytest.mark.slow

@@ -46,8 +46,8 @@ def reproducible(seed: Optional[int] = None, bit_identical: bool = False):
   return seed, bit_identical
 
 
-def _reproducible(estimator):
-  """`estimator` with `reproducible()`'s seed and threads in its config. Estimator reads the
+def _reproducible(estimator) -> None:
+  """Puts `reproducible()`'s seed and threads in `estimator`'s config. Estimator reads the
   seed from `_config` and the session's config from `_session_config`, both set when mesh-tf's
   `get_estimator` builds it, which takes neither from gin."""
   seed, bit_identical = reproducible()
@@ -67,7 +67,6 @@ def _reproducible(estimator):
   if changes:
     estimator._config = estimator._config.replace(**changes)  # pylint: disable=protected-access
     estimator._session_config = estimator._config.session_config  # pylint: disable=protected-access
-  return estimator
 
 
 def _seed_placement_draws(seed):
