@@ -11,6 +11,9 @@ the SavedModel's on the learning bench's examples:
   allowed_pieces(...)     code_t5.decoding.healing.allowed_pieces
   next_token_counts(...)  code_t5.decoding.copy_cache.next_token_counts
   mixed_log_probs(...)    code_t5.decoding.copy_cache.mixed_log_probs
+
+and one of its own, `draft(...)`: the tokens a session guesses decoding will write, checked
+by the model in one call (speculative decoding; the completions stay greedy's).
 """
 
 import bisect
@@ -78,31 +81,60 @@ class HealingPieces:
     return int(sum(max(int(self.lengths[i]), 1) for i in ids))
 
 
+def longest_run_ends(sequence, before: int, min_length: int, max_length: int):
+  """The ends j < `before` - 1 of the earlier runs that match the last tokens of `sequence`
+  (an int64 array), the longest such run of `min_length` to `max_length` tokens: the places
+  whose next token, j + 1, lies before `before`. Empty where no run that long matches."""
+  n = len(sequence)
+  last = n - 1
+  # The ends j of the runs that match the last k + 1 tokens, for k = 0, 1, ...: one pass over
+  # the sequence for the last token, then only those ends are checked a token further back. A
+  # step costs a comparison over the sequence, not max_length of them: a session's whole-file
+  # cache holds tens of thousands.
+  ends = np.flatnonzero(sequence[:max(min(before, n) - 1, 0)] == sequence[last])
+  longest = ends[:0]
+  for k in range(min(max_length, n)):
+    if k:
+      ends = ends[ends >= k]
+      ends = ends[sequence[ends - k] == sequence[last - k]]
+    if not len(ends):
+      break  # no longer run matches either
+    if k + 1 >= min_length:
+      longest = ends  # the longest run with a match wins
+  return longest
+
+
 def next_token_counts(sequence, source_length: int, vocab_size: int, order: int,
                       max_order: int):
   """float32 [vocab_size]: how often each token among the first `source_length` of
   `sequence` (the prefix, then what decoding wrote) followed the longest run of the
   sequence's last tokens (`order` to `max_order` of them) that stands before it too."""
   sequence = np.asarray(sequence, np.int64)
-  n = len(sequence)
-  if n == 0:
+  if len(sequence) == 0:
     return np.zeros(vocab_size, np.float32)
-  last = n - 1
-  # The ends j of the runs that match the last k + 1 tokens, for k = 0, 1, ...: one pass over
-  # the prefix for the last token (j + 1 < source_length: the token after j is the prefix's),
-  # then only those ends are checked a token further back. A step costs a comparison over the
-  # prefix, not max_order of them: a session's whole-file cache holds tens of thousands.
-  ends = np.flatnonzero(sequence[:max(min(source_length, n) - 1, 0)] == sequence[last])
-  longest = ends[:0]
-  for k in range(min(max_order, n)):
-    if k:
-      ends = ends[ends >= k]
-      ends = ends[sequence[ends - k] == sequence[last - k]]
-    if not len(ends):
-      break  # no longer run matches either
-    if k + 1 >= order:
-      longest = ends  # the longest run with a match wins
+  longest = longest_run_ends(sequence, source_length, order, max_order)
   return np.bincount(sequence[longest + 1], minlength=vocab_size)[:vocab_size].astype(np.float32)
+
+
+def draft(sequence, length: int, stop_ids, min_match: int = 2, max_match: int = 16):
+  """Up to `length` ids guessed to follow `sequence` (the copy cache's source, then what
+  decoding wrote): those that followed the latest earlier run of its last tokens, the longest
+  such run of `min_match` to `max_match` tokens, cut before the first of `stop_ids` (the line
+  end: decoding stops there). Prompt lookup: code repeats its own runs of tokens, and a
+  guess costs only its check (`CachedModel.logits_after`'s `draft`). [] for no such run.
+  A run of one token guessed wrong so often that its checks cost more than they saved; 2 to 4
+  were level (BENCHMARKS.md, "Drafts checked in one call")."""
+  sequence = np.asarray(sequence, np.int64)
+  if len(sequence) < 2 or length < 1:
+    return []
+  longest = longest_run_ends(sequence, len(sequence), min_match, max_match)
+  if not len(longest):
+    return []
+  guess = sequence[longest.max() + 1:][:length].tolist()
+  for i, token in enumerate(guess):
+    if token in stop_ids:
+      return guess[:i]
+  return guess
 
 
 def log_softmax(logits):

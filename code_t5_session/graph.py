@@ -3,9 +3,11 @@ reading the tokens after those whose keys and values the caller keeps.
 
     inputs   ids [T] int64: the tokens at positions P .. P + T - 1
              past_length [] int64: P
+             logit_count [] int64: N, 1 .. T: how many of the last positions' logits
              past_key_<l>, past_value_<l> [heads, slots, d_kv] float32, l = 0 .. layers - 1:
                the caller's buffers, whose first P slots hold what earlier calls returned
-    outputs  logits [vocab]: the next token's, after position P + T - 1
+    outputs  logits [N, vocab]: the next token's after each of positions P + T - N .. P + T - 1
+               (more than one where the caller checks tokens it guessed: a draft)
              key_<l>, value_<l> [heads, T, d_kv]: the new positions', for the caller to store
                in slots P .. P + T - 1
 
@@ -122,8 +124,10 @@ def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, posit
 
   slots = [arch.heads, positions, arch.d_kv]
   graph_inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, ["T"]),
-                  helper.make_tensor_value_info("past_length", TensorProto.INT64, [])]
-  graph_outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [arch.vocab_size])]
+                  helper.make_tensor_value_info("past_length", TensorProto.INT64, []),
+                  helper.make_tensor_value_info("logit_count", TensorProto.INT64, [])]
+  graph_outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
+                                                 ["N", arch.vocab_size])]
   for layer in range(arch.layers):
     for kind in ("key", "value"):
       graph_inputs.append(helper.make_tensor_value_info(f"past_{kind}_{layer}",
@@ -188,12 +192,15 @@ def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, posit
     h = rms_norm(x, w["ff_norm"])
     x = node("Add", [x, node("MatMul", [node("Relu", [node("MatMul", [h, weight(w["wi"])])]),
                                         weight(w["wo"])])])
-  last = node("Slice", [x, ints(-1), ints(np.iinfo(np.int64).max)])
+  # Only the last N positions reach the softmax's product, the vocabulary's 1.0M weights: a
+  # window's read needs one position's logits, a draft's check one per guessed token.
+  last = node("Slice", [x, node("Neg", [node("Unsqueeze", ["logit_count", ints(0)])]),
+                        ints(np.iinfo(np.int64).max)])
   hidden = node("Mul", [rms_norm(last, FINAL_NORM),
                         const("rescale", np.float32(arch.d_model ** -0.5))])
   softmax_weights = const("softmax_weights",
                           np.ascontiguousarray(weights[EMBEDDING].T.astype(np.float32)))
-  node("Reshape", [node("MatMul", [hidden, softmax_weights]), ints(-1)], output="logits")
+  node("MatMul", [hidden, softmax_weights], output="logits")
   graph = helper.make_graph(nodes, "code_t5_causal_lm", graph_inputs, graph_outputs, initializers)
   model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                             producer_name="code_t5")

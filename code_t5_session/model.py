@@ -7,6 +7,12 @@ extend the last (a jump, a deletion, a window that moved) shares less, or nothin
 from there. It keeps the states of the last few windows it read (`states`), so that a jump
 back to a place read before -- another file, or the function the cursor left -- reads only
 what changed there.
+
+`logits_after(tokens, draft)` also reads `draft`, tokens guessed to follow `tokens`, in the
+same call, and holds the logits after each of them: a decoder that then chooses those tokens
+finds their logits held and calls the graph no more (speculative decoding). A wrong guess
+costs only its call's extra positions: the tokens after it are cut at the next call, as any
+others that differ.
 """
 
 import json
@@ -77,6 +83,12 @@ class CachedModel:
     self.logits = {}  # {n: the logits after self.tokens[:n]}, for the n read last
     self._parked = []  # the other states, (tokens, keys, values, logits), the newest last
     self.read_count = 0  # tokens read by the model since it was made (the cost of the calls)
+    self.draft_count = 0  # of the tokens read, those a draft guessed
+    self.call_count = 0  # the graph's calls
+    if "logit_count" not in {i.name for i in self.session.get_inputs()}:
+      raise ValueError(f"{path}: a graph of an earlier code_t5_session, without the draft's "
+                       "logits (logit_count); export it again with "
+                       "`python -m code_t5.session_export`")
 
   def _buffers(self):
     shape = (self.layers, self.heads, self.positions, self.d_kv)
@@ -86,18 +98,25 @@ class CachedModel:
     """Drop every state: the next call reads from the start."""
     self.tokens, self.logits, self._parked = [], {}, []
 
-  def _read(self, new):
-    """Reads `new` after the held tokens, `chunk` a call at most; returns the last logits."""
-    for start in range(0, len(new), self.chunk):
-      logits = self._read_chunk(new[start:start + self.chunk])
-    return logits
+  def _read(self, new, draft=()):
+    """Reads `new`, then `draft`, after the held tokens, `chunk` a call at most; holds the
+    logits after the last of `new` and after each of `draft`; returns the first of those."""
+    sequence, wanted_from = list(new) + list(draft), len(new) - 1
+    self.draft_count += len(draft)
+    for start in range(0, len(sequence), self.chunk):
+      end = min(start + self.chunk, len(sequence))
+      self._read_chunk(sequence[start:end], max(1, end - max(start, wanted_from)))
+    return self.logits[len(self.tokens) - len(draft)]
 
-  def _read_chunk(self, new):
+  def _read_chunk(self, new, logit_count=1):
+    """Reads `new` after the held tokens in one call; holds the logits after its last
+    `logit_count` positions."""
     held = len(self.tokens)
     if held + len(new) > self.positions:
       raise ValueError(f"the model holds at most {self.positions} positions; "
                        f"{held + len(new)} asked")
-    feed = {"ids": np.asarray(new, np.int64), "past_length": np.array(held, np.int64)}
+    feed = {"ids": np.asarray(new, np.int64), "past_length": np.array(held, np.int64),
+            "logit_count": np.array(logit_count, np.int64)}
     for layer in range(self.layers):
       feed[f"past_key_{layer}"] = self.keys[layer]
       feed[f"past_value_{layer}"] = self.values[layer]
@@ -107,9 +126,10 @@ class CachedModel:
       self.keys[layer, :, held:end] = outputs[1 + 2 * layer]
       self.values[layer, :, held:end] = outputs[2 + 2 * layer]
     self.tokens = self.tokens + list(new)
-    self.logits[end] = outputs[0]
+    for i, logits in enumerate(outputs[0]):
+      self.logits[end - logit_count + 1 + i] = logits
     self.read_count += len(new)
-    return outputs[0]
+    self.call_count += 1
 
   def _switch(self, tokens, shared):
     """Make the state that shares the longest start with `tokens` the current one (the
@@ -142,8 +162,11 @@ class CachedModel:
       self.logits = {n: v for n, v in self.logits.items() if n <= shared}
     return shared
 
-  def logits_after(self, tokens):
-    """float32 [vocab]: the logits of the token after `tokens` (a list of ids)."""
+  def logits_after(self, tokens, draft=()):
+    """float32 [vocab]: the logits of the token after `tokens` (a list of ids). Where they
+    must be read, `draft` (ids guessed to follow `tokens`, or a function that returns them,
+    called only then) is read in the same call, as far as the positions hold, and the logits
+    after each of its tokens are held for the next calls."""
     tokens = list(tokens)
     shared = self._switch(tokens, _shared(tokens, self.tokens))
     if shared == len(tokens) and shared in self.logits:
@@ -151,7 +174,8 @@ class CachedModel:
     shared = min(shared, len(tokens) - 1)  # the last token is read again for its logits
     self.tokens = self.tokens[:shared]
     self.logits = {n: v for n, v in self.logits.items() if n <= shared}
-    return self._read(tokens[shared:])
+    draft = list(draft() if callable(draft) else draft)[:self.positions - len(tokens)]
+    return self._read(tokens[shared:], draft)
 
 
 def _shared(tokens, held) -> int:

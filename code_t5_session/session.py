@@ -11,7 +11,10 @@ did not: the model keeps the keys and values of the tokens it read (`CachedModel
 prefix that extends the last one shares all of them but the few that healing takes off and
 the line's changed last piece. While the user types along the shown suggestion, it is kept
 and its rest returned without decoding (`Suggestion.decoded` is False), as editors keep a
-shown completion.
+shown completion. Where the model must read, the tokens that followed the same run of tokens
+earlier in the copy cache's source are guessed ahead (`decoding.draft`) and read in the same
+call; decoding still takes what the model chooses, so a right guess saves calls and a wrong one
+changes nothing but that call's size (`draft_tokens`).
 
 With `Session(export_dir, consensus=True)` the suggestion is the consensus line
 (`code_t5_session/lines.py`, the rule of the eval's `consensus.gin`) of that greedy line and
@@ -36,6 +39,8 @@ from code_t5_session.model import CachedModel, model_path
 CONFIG = "session.json"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 VOCABULARY = "spm.model"
+# The most tokens a read guesses ahead (Session's draft_tokens).
+DRAFT_TOKENS = 8
 
 
 def without_lone_surrogates(text: str) -> str:
@@ -54,7 +59,8 @@ class Suggestion:
   log_prob: the log-probability (nats) of the tokens decoding chose, healed pieces and the
     line end included; the shown suggestion's, when kept.
   decoded: False when the last suggestion's rest was returned without the model.
-  read: tokens the model read for this call (the prefix's new ones, and each written one).
+  read: tokens the model read for this call (the prefix's new ones, each written one, and
+    those a draft guessed; `Session`'s draft_tokens).
   prefix_read: of those, the prefix's: what the kept state did not hold.
   confidence: with consensus=True, the shown line's expected edit similarity (0..1) to the
     greedy line and the two copies (`lines.consensus_line`); NaN without. `log_prob` stays
@@ -72,7 +78,8 @@ class Session:
   """One editor's session with an export: suggestions for prefixes of one file as it is typed."""
 
   def __init__(self, export_dir: str, weights: str = "float", threads: int = 0,
-               copy_from: str = "window", consensus: bool = False, states: int = 0):
+               copy_from: str = "window", consensus: bool = False, states: int = 0,
+               draft_tokens: int = DRAFT_TOKENS):
     """`export_dir`: a local folder that `python -m code_t5.session_export` wrote (copy a
     gs:// one down first: onnxruntime reads local files); `weights`: "float" or "int8";
     `threads`: onnxruntime's, 0 for its choice; `copy_from`: what the copy cache reads,
@@ -83,7 +90,10 @@ class Session:
     settings (gin's `code_t5.consensus_line` and `code_t5.copy_next_line` params configure the
     eval and infer, not a session); `states`: the windows' states the model keeps, so that a
     jump back to a place read before reads only what changed there (`CachedModel`; 0: as many
-    as fit in 64 MB, at most 8)."""
+    as fit in 64 MB, at most 8); `draft_tokens`: the most tokens a read guesses ahead from
+    the copy cache's source (`decoding.draft`) for the model to check in the same call, 0 for
+    none: float32's completions are the same either way, the calls fewer (8-bit's nearly: its
+    activations are quantized with one scale a call)."""
     import sentencepiece as spm  # pylint: disable=g-import-not-at-top
     config = os.path.join(export_dir, CONFIG)
     if not os.path.isfile(config):
@@ -94,6 +104,9 @@ class Session:
     if copy_from not in ("window", "file"):
       raise ValueError(f"copy_from must be 'window' or 'file', not {copy_from!r}")
     self.copy_from = copy_from
+    if draft_tokens < 0:
+      raise ValueError(f"draft_tokens must be 0 or more, not {draft_tokens}")
+    self.draft_tokens = draft_tokens
     self.consensus = consensus
     with open(config) as f:
       self.config = json.load(f)
@@ -215,10 +228,15 @@ class Session:
                         else kept, np.int64)  # an array once a call: the file's can be long
     typed_text = "".join(self.healing.texts[t] for t in typed)
     inputs = [0] + kept  # mesh-tf's inputs: each position reads the token before it
-    read_before = self.model.read_count
-    logits = self.model.logits_after(inputs)
-    prefix_read = self.model.read_count - read_before
-    written, log_prob = [], 0.0
+    written, log_prob, stops = [], 0.0, (newline, eos)
+
+    def draft():  # what to guess after `written`, when the model must read
+      room = min(self.draft_tokens, self.steps - 1 - len(written))
+      return decoding.draft(np.concatenate([source, np.array(written, np.int64)]), room, stops)
+
+    read_before, guessed_before = self.model.read_count, self.model.draft_count
+    logits = self.model.logits_after(inputs, draft)
+    prefix_read = (self.model.read_count - read_before) - (self.model.draft_count - guessed_before)
     for _ in range(self.steps):
       if cache["weight"]:
         sequence = np.concatenate([source, np.array(written, np.int64)])
@@ -235,10 +253,10 @@ class Session:
         token = int(np.argmax(scores))
       log_prob += float(scores[token])
       written.append(token)
-      if token in (newline, eos):
+      if token in stops:
         break
       if len(written) < self.steps:
-        logits = self.model.logits_after(inputs + written)
+        logits = self.model.logits_after(inputs + written, draft)
     text = self.processor.decode([t for t in written if t != eos])
     if typed_text:
       text = text[len(typed_text):] if text.startswith(typed_text) else ""

@@ -48,7 +48,9 @@ repository, Session.set_repository, and the time to index them is reported; with
 JSON and a PNG of the latency distribution (--png). With --back_and_forth the lines are typed
 two at a time, a half of each in turn, so that the cursor goes back to places read before;
 --states=1,0 runs each session keeping one window's state and Session's default (as many as
-fit 64 MB; `CachedModel`), a row each. With --equality, the same session
+fit 64 MB; `CachedModel`), a row each; --draft_tokens=0,8 each session without drafts and with
+up to 8 tokens guessed a read (`Session`'s draft_tokens; the graph's calls a keystroke are
+reported too). With --equality, the same session
 (float) also types each of those examples' line up to its cursor and completes there
 (decoding, not the kept suggestion), against the SavedModel's from-scratch completion of the
 same prefix: the count that are equal; and the edit similarity of the float and 8-bit
@@ -75,6 +77,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from code_t5_session.session import DRAFT_TOKENS
 
 from benchlib import (DEV_TFDS, QUIET_TF, REPO, launch_lengths, mesh_main_command,
                       require_checkpoint, require_dataset)
@@ -136,7 +140,8 @@ job = json.loads(sys.stdin.read())
 start = time.perf_counter()
 session = Session(job["export"], weights=job["weights"], threads=job["threads"],
                   copy_from=job.get("copy_from", "window"), consensus=job.get("consensus", False),
-                  states=job.get("states", 0))
+                  states=job.get("states", 0),
+                  **({"draft_tokens": job["draft_tokens"]} if "draft_tokens" in job else {}))
 load_s = time.perf_counter() - start
 files = []  # the repository's: every .py file under it, as an editor passes a project's
 if job.get("repository"):
@@ -152,11 +157,11 @@ index_s = time.perf_counter() - start if files else 0.0
 calls = []
 for head, line, code, end in job["lines"]:  # the prefixes head + line[:k], k = code .. end
   for k in range(code, end + 1):
-    read = session.model.read_count
+    read, graph_calls = session.model.read_count, session.model.call_count
     start = time.perf_counter()
     got = session.suggest(head + line[:k])
     calls.append([k == code, time.perf_counter() - start, got.decoded,
-                  session.model.read_count - read])
+                  session.model.read_count - read, session.model.call_count - graph_calls])
 completions, consensus = [], []  # the greedy line, and with consensus the suggestion
 for head, line, code, end, *after in job["typed_to_cursor"]:
   for k in range(code, end):
@@ -211,29 +216,33 @@ def typing_client(job):
 
 def typing_summary(name, threads, measured, first_call_s):
   """Latency percentiles of a typing run's calls (ms), the jumps' and the first call apart."""
-  ms = np.array([seconds for _, seconds, _, _ in measured["calls"]]) * 1000
-  jumps = np.array([seconds for first, seconds, _, _ in measured["calls"] if first]) * 1000
-  decoded = np.array([seconds for _, seconds, was, _ in measured["calls"] if was]) * 1000
+  ms = np.array([seconds for _, seconds, *_ in measured["calls"]]) * 1000
+  jumps = np.array([seconds for first, seconds, *_ in measured["calls"] if first]) * 1000
+  decoded = np.array([seconds for _, seconds, was, *_ in measured["calls"] if was]) * 1000
   return {"served": name, "threads": threads, "calls": len(ms),
           **{f"p{q}_ms": float(np.percentile(ms, q)) for q in (50, 95, 99)},
           "decoded_p50_ms": float(np.percentile(decoded, 50)) if len(decoded) else 0.0,
           "max_ms": float(ms.max()), "jump_p50_ms": float(np.percentile(jumps, 50)),
           "first_call_ms": first_call_s * 1000,
-          "kept": float(np.mean([not decoded for _, _, decoded, _ in measured["calls"]])),
-          "read_per_call": float(np.mean([read for _, _, _, read in measured["calls"]])),
+          "kept": float(np.mean([not decoded for _, _, decoded, *_ in measured["calls"]])),
+          "read_per_call": float(np.mean([read for _, _, _, read, _ in measured["calls"]])),
+          "graph_calls_per_call": float(np.mean([n for *_, n in measured["calls"]])),
           "load_s": measured["load_s"], "peak_rss_mb": measured["peak_rss_mb"],
           "ms": ms.tolist()}
 
 
 def typing_table(results):
   rows = ["| served | threads | calls | p50 ms | p95 ms | p99 ms | max ms | decoded p50 ms | "
-          "jump p50 ms | first call ms | kept | tokens read a call | load s | peak RSS MB |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+          "jump p50 ms | first call ms | kept | tokens read a call | graph calls a call | "
+          "load s | peak RSS MB |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+          "| --- |"]
   for r in results:
     rows.append(f"| {r['served']} | {r['threads']} | {r['calls']} | {r['p50_ms']:.1f} | "
                 f"{r['p95_ms']:.1f} | {r['p99_ms']:.1f} | {r['max_ms']:.0f} | "
                 f"{r['decoded_p50_ms']:.1f} | {r['jump_p50_ms']:.1f} | "
                 f"{r['first_call_ms']:.0f} | {r['kept']:.0%} | {r['read_per_call']:.1f} | "
+                f"{r['graph_calls_per_call']:.2f} | "
                 f"{r['load_s']:.1f} | {r['peak_rss_mb']:.0f} |")
   return "\n".join(rows)
 
@@ -254,6 +263,18 @@ def typing_plot(results, path):
   ax.legend(fontsize=8)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
+
+
+def counts(text, flag, what, example):
+  """--states' and --draft_tokens' lists of counts, 0 or more (the session's own error would
+  come back as a client's traceback)."""
+  try:
+    values = [int(count) for count in text.split(",")]
+    if min(values) < 0:
+      raise ValueError(text)
+  except ValueError:
+    sys.exit(f"bench_serving: {flag}={text}: counts of {what}, 0 or more, such as {example}")
+  return values
 
 
 def run_typing(args, threads):
@@ -281,19 +302,15 @@ def run_typing(args, threads):
   print(f"typing {len(lines)} {'pieces of lines' if args.back_and_forth else 'lines'}, "
         f"{keystrokes} keystrokes, {file_chars:,} characters of the file before the line at "
         "the median", file=sys.stderr)
-  try:
-    state_counts = [int(count) for count in args.states.split(",")]
-    if min(state_counts) < 0:  # CachedModel's own error would come back as a client traceback
-      raise ValueError(args.states)
-  except ValueError:
-    sys.exit(f"bench_serving: --states={args.states}: counts of states, 0 or more, such as "
-             "0,1,8")
+  state_counts = counts(args.states, "--states", "states", "0,1,8")
+  draft_counts = counts(args.draft_tokens, "--draft_tokens", "tokens", "0,8")
   results, completions = [], {}
-  for weights, states, count_threads in ((w, n, t) for w in args.weights.split(",")
-                                         for n in state_counts for t in threads):
-    first_run = (states, count_threads) == (state_counts[0], threads[0])
+  for weights, states, drafts, count_threads in (
+      (w, n, d, t) for w in args.weights.split(",") for n in state_counts for d in draft_counts
+      for t in threads):
+    first_run = (states, drafts, count_threads) == (state_counts[0], draft_counts[0], threads[0])
     job = {"export": args.typing, "weights": weights, "threads": count_threads,
-           "states": states, "lines": lines,
+           "states": states, "draft_tokens": drafts, "lines": lines,
            "typed_to_cursor": cursor_steps if first_run else [],
            "consensus": args.consensus, "copy_from": args.session_copy_from,
            "repository": args.repository_dir}
@@ -302,7 +319,8 @@ def run_typing(args, threads):
     served = f"session {weights}" + (", consensus" if args.consensus else "") + (
         f", copy_from={args.session_copy_from}" if args.session_copy_from != "window" else ""
     ) + (", a repository" if args.repository_dir else "") + (
-        f", {states} state{'s' if states > 1 else ''}" if states else "")
+        f", {states} state{'s' if states > 1 else ''}" if states else "") + (
+        f", drafts of {drafts}" if len(draft_counts) > 1 else "")
     results.append(typing_summary(served, count_threads, measured, first))
     if args.repository_dir:
       results[-1].update(repository_files=measured["repository_files"],
@@ -319,7 +337,7 @@ def run_typing(args, threads):
   for name, saved_model in saved_models.items():
     for count_threads in threads:
       measured = serve(saved_model, count_threads, {"typed": lines})
-      calls = [[jump == "True", seconds, True, 0] for jump, seconds, *_ in measured["calls"]]
+      calls = [[jump == "True", seconds, True, 0, 1] for jump, seconds, *_ in measured["calls"]]
       results.append(typing_summary(f"SavedModel {name} (from scratch)", count_threads,
                                     {**measured, "calls": calls}, measured["first_s"]))
       print(f"SavedModel {name}, {count_threads} thread(s): p50 {results[-1]['p50_ms']:.1f} ms",
@@ -563,6 +581,9 @@ def main(argv=None):
   parser.add_argument("--states", default="0",
                       help="--typing: the windows' states each session keeps, a run for each "
                            "of these counts (0: Session's default)")
+  parser.add_argument("--draft_tokens", default=str(DRAFT_TOKENS),
+                      help="--typing: the most tokens each session guesses a read, a run for "
+                           "each of these counts (0: no drafts; the default, Session's)")
   parser.add_argument("--weights", default="float,int8", help="--typing: the session's weights")
   parser.add_argument("--equality", type=int, default=0,
                       help="--typing: examples completed at their cursor by the session and "

@@ -599,8 +599,9 @@ def _mesh_tf_logits(checkpoint, data_dir, params, sequences):
 @pytest.mark.slow
 def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, session_exports):
   """The ONNX graph on the checkpoint's weights, reading a prefix at once, 16 tokens a call,
-  and one token at a time with its keys and values kept, against mesh-tf's model on the same
-  tokens: float32, at most 1e-4 apart; the 8-bit weights near them."""
+  the most of it as a draft (the logits after each of its tokens), and one token at a time
+  with its keys and values kept, against mesh-tf's model on the same tokens: float32, at most
+  1e-4 apart; the 8-bit weights near them."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import sentencepiece as spm  # pylint: disable=g-import-not-at-top
   from code_t5_session.model import CachedModel, model_path  # pylint: disable=g-import-not-at-top
@@ -616,6 +617,11 @@ def test_the_sessions_model_computes_mesh_tfs_logits(causal, memorise_data, sess
     np.testing.assert_allclose(model.logits_after(sequence), reference[-1], rtol=0, atol=1e-4)
     model.tokens, model.logits, model.chunk = [], {}, 16  # in calls of 16 tokens at most
     np.testing.assert_allclose(model.logits_after(sequence), reference[-1], rtol=0, atol=1e-4)
+    model.tokens, model.logits = [], {}  # the rest a draft, in calls of 16: their logits held
+    np.testing.assert_allclose(model.logits_after(sequence[:10], sequence[10:]), reference[9],
+                               rtol=0, atol=1e-4)
+    for n in range(10, len(sequence) + 1):
+      np.testing.assert_allclose(model.logits[n], reference[n - 1], rtol=0, atol=1e-4)
     model.tokens, model.logits, model.chunk = [], {}, 128
     for n in range(1, len(sequence) + 1):  # one token a call
       np.testing.assert_allclose(model.logits_after(sequence[:n]), reference[n - 1], rtol=0,
@@ -688,11 +694,12 @@ def test_the_sessions_model_reads_a_relative_bias_per_layer(causal, memorise_dat
   for sequence, reference in zip(sequences, expected):
     model.tokens, model.logits = [], {}
     np.testing.assert_allclose(model.logits_after(sequence), reference[-1], rtol=0, atol=1e-4)
-    feeds = {"ids": np.array(sequence, np.int64), "past_length": np.array(0, np.int64)}
+    feeds = {"ids": np.array(sequence, np.int64), "past_length": np.array(0, np.int64),
+             "logit_count": np.array(1, np.int64)}
     for layer in range(arch.layers):
       for kind in ("key", "value"):
         feeds[f"past_{kind}_{layer}"] = np.zeros([arch.heads, positions, arch.d_kv], np.float32)
-    one_table_logits = one_table_session.run(["logits"], feeds)[0]
+    one_table_logits = one_table_session.run(["logits"], feeds)[0][-1]
     assert np.abs(one_table_logits - reference[-1]).max() > 1e-3
 
 
@@ -760,6 +767,57 @@ def test_a_jump_back_reads_only_what_changed_there(session_exports, memorise_dat
     fresh.forget()
   with pytest.raises(ValueError, match="states must be 0"):
     CachedModel(model_path(export), 1, states=-1)
+
+
+@pytest.mark.slow
+def test_a_draft_is_checked_by_the_model_and_leaves_the_completions_as_they_were(
+    session_exports, memorise_data, tmp_path):
+  """Tokens guessed ahead (`Session`'s draft_tokens) are read in one call with the logits
+  after each: the logits held for a guess are a fresh read's, a guess that decoding does not
+  take is cut at the next call, and sessions with and without drafts complete every prefix
+  alike, the drafting one in fewer calls of the graph. A graph without the draft's logits (an
+  earlier export) is refused in one line."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import onnx  # pylint: disable=g-import-not-at-top
+  from code_t5_session import Session  # pylint: disable=g-import-not-at-top
+  from code_t5_session.model import CachedModel, model_path  # pylint: disable=g-import-not-at-top
+  export = session_exports["cached"]
+  texts = [p for p, _ in memorise_data[2]]
+  sessions = {n: Session(export, threads=1, draft_tokens=n) for n in (0, 8)}
+  done = {n: [s.complete(p) for p in texts] for n, s in sessions.items()}
+  assert [c.text for c in done[8]] == [c.text for c in done[0]]
+  np.testing.assert_allclose([c.log_prob for c in done[8]], [c.log_prob for c in done[0]],
+                             rtol=0, atol=1e-3)
+  calls = {n: s.model.call_count for n, s in sessions.items()}
+  assert calls[8] < 0.8 * calls[0], calls
+  assert sessions[8].model.draft_count > 0 == sessions[0].model.draft_count
+
+  drafting, fresh = CachedModel(model_path(export), 1), CachedModel(model_path(export), 1)
+  inputs = [0] + sessions[0].window(texts[0])
+  guess = sessions[0].processor.encode(memorise_data[2][0][1])[:5]
+  first = drafting.logits_after(inputs, guess)
+  np.testing.assert_allclose(first, fresh.logits_after(inputs), rtol=0, atol=1e-4)
+  made = drafting.call_count
+  for i in range(1, len(guess) + 1):  # held: no call of the graph
+    np.testing.assert_allclose(drafting.logits_after(inputs + guess[:i]),
+                               fresh.logits_after(inputs + guess[:i]), rtol=0, atol=1e-4)
+  assert drafting.call_count == made
+  other = [t for t in range(4, 40) if t != guess[1]][0]  # decoding took another second token
+  np.testing.assert_allclose(drafting.logits_after(inputs + [guess[0], other]),
+                             fresh.logits_after(inputs + [guess[0], other]), rtol=0, atol=1e-4)
+  assert (drafting.call_count, drafting.tokens) == (made + 1, inputs + [guess[0], other])
+
+  earlier = onnx.load(model_path(export))  # the count a constant 1, as before drafts
+  count = [i for i in earlier.graph.input if i.name == "logit_count"][0]
+  earlier.graph.input.remove(count)
+  earlier.graph.initializer.append(onnx.numpy_helper.from_array(np.array(1, np.int64),
+                                                                "logit_count"))
+  onnx.save_model(earlier, str(tmp_path / "model.onnx"), save_as_external_data=True,
+                  location="model.onnx.data")
+  with pytest.raises(ValueError, match="export it again"):
+    CachedModel(str(tmp_path / "model.onnx"), 1)
+  with pytest.raises(ValueError, match="draft_tokens must be 0 or more, not -1"):
+    Session(export, draft_tokens=-1)
 
 
 @pytest.mark.slow

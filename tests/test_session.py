@@ -99,6 +99,39 @@ def test_the_copy_caches_counts_and_mixture_are_the_decodings(order, max_order):
   assert matched > 20, "too few rows with a match to test"
 
 
+def _draft_by_search(sequence, length, stop_ids, min_match, max_match):
+  """decoding.draft's rule by brute force: the longest run first, the latest of that length."""
+  last = len(sequence) - 1
+  for k in range(min(max_match, last), min_match - 1, -1):
+    for end in range(last - 1, k - 2, -1):
+      if sequence[end - k + 1:end + 1] == sequence[last - k + 1:]:
+        guess = sequence[end + 1:end + 1 + length]
+        cut = [i for i, t in enumerate(guess) if t in stop_ids]
+        return guess[:cut[0]] if cut else guess
+  return []
+
+
+def test_a_draft_is_what_followed_the_longest_latest_earlier_run():
+  """Prompt lookup: the longest earlier run of the last tokens wins over a later, shorter
+  one; the latest of the longest; cut at the line end; nothing without a run long enough."""
+  sequence = [1, 2, 3, 4, 10, 9, 3, 4, 11, 12, 1, 2, 3, 4]
+  assert decoding.draft(sequence, 3, (), min_match=1) == [10, 9, 3]  # "1 2 3 4" at 0
+  assert decoding.draft(sequence, 3, (), min_match=1, max_match=2) == [11, 12, 1]  # "3 4" at 6
+  assert decoding.draft(sequence, 8, (12,), min_match=1, max_match=2) == [11]
+  assert decoding.draft(sequence, 0, (), min_match=1) == []
+  assert decoding.draft(sequence, 3, (), min_match=5) == []
+  assert decoding.draft([5, 6, 7], 3, ()) == []
+  rng = np.random.default_rng(7)
+  guessed = 0
+  for _ in range(300):
+    row = rng.integers(1, 5, int(rng.integers(1, 30))).tolist()
+    length, min_match, max_match = int(rng.integers(1, 9)), int(rng.integers(1, 4)), 6
+    got = decoding.draft(row, length, (4,), min_match=min_match, max_match=max_match)
+    assert got == _draft_by_search(row, length, (4,), min_match, max_match), row
+    guessed += bool(got)
+  assert guessed > 100, "too few rows with a draft to test"
+
+
 @pytest.mark.parametrize("layers, heads, positions, d_kv, states", [
     (4, 4, 580, 64, 8),  # the dev model's export: 4.5 MB a state, the most kept
     (12, 12, 548, 64, 1),  # the base model's: 40 MB, one (its process held under 500 MB)
