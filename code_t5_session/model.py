@@ -82,6 +82,7 @@ class CachedModel:
     self.tokens = []  # the inputs whose keys and values are held, positions 0 .. len - 1
     self.logits = {}  # {n: the logits after self.tokens[:n]}, for the n read last
     self._parked = []  # the other states, (tokens, keys, values, logits), the newest last
+    self._guessed = 0  # of `tokens`, the last ones a draft read that no call has asked for
     self.read_count = 0  # tokens read by the model since it was made (the cost of the calls)
     self.draft_count = 0  # of the tokens read, those a draft guessed
     self.call_count = 0  # the graph's calls
@@ -96,13 +97,14 @@ class CachedModel:
 
   def forget(self):
     """Drop every state: the next call reads from the start."""
-    self.tokens, self.logits, self._parked = [], {}, []
+    self.tokens, self.logits, self._parked, self._guessed = [], {}, [], 0
 
   def _read(self, new, draft=()):
     """Reads `new`, then `draft`, after the held tokens, `chunk` a call at most; holds the
     logits after the last of `new` and after each of `draft`; returns the first of those."""
     sequence, wanted_from = list(new) + list(draft), len(new) - 1
     self.draft_count += len(draft)
+    self._guessed = len(draft)
     for start in range(0, len(sequence), self.chunk):
       end = min(start + self.chunk, len(sequence))
       self._read_chunk(sequence[start:end], max(1, end - max(start, wanted_from)))
@@ -148,8 +150,9 @@ class CachedModel:
       current = (self.tokens, self.keys, self.values, self.logits)
       self.tokens, self.keys, self.values, self.logits = self._parked.pop(best)
       self._parked.append(current)
-      shared = best_shared
-    if self.states > 1 and 2 * shared < len(self.tokens):
+      shared, self._guessed = best_shared, 0
+    # Guesses no call asked for count for nothing: a draft cut at its first token is not a jump.
+    if self.states > 1 and 2 * shared < len(self.tokens) - self._guessed:
       kept = (self.tokens, self.keys, self.values, self.logits)
       if len(self._parked) + 1 >= self.states:  # the least recently read state's buffers
         _, keys, values, _ = self._parked.pop(0)
@@ -170,6 +173,7 @@ class CachedModel:
     tokens = list(tokens)
     shared = self._switch(tokens, _shared(tokens, self.tokens))
     if shared == len(tokens) and shared in self.logits:
+      self._guessed = min(self._guessed, len(self.tokens) - shared)
       return self.logits[shared]  # read before, and held since
     shared = min(shared, len(tokens) - 1)  # the last token is read again for its logits
     self.tokens = self.tokens[:shared]

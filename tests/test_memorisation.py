@@ -806,6 +806,10 @@ def test_a_draft_is_checked_by_the_model_and_leaves_the_completions_as_they_were
   np.testing.assert_allclose(drafting.logits_after(inputs + [guess[0], other]),
                              fresh.logits_after(inputs + [guess[0], other]), rtol=0, atol=1e-4)
   assert (drafting.call_count, drafting.tokens) == (made + 1, inputs + [guess[0], other])
+  short = CachedModel(model_path(export), 1, states=2)  # a guess cut is not a jump: not parked
+  short.logits_after(inputs[:3], [7] * 8)
+  short.logits_after(inputs[:3] + [8])
+  assert (short._parked, short.tokens) == ([], inputs[:3] + [8])  # pylint: disable=protected-access
 
   earlier = onnx.load(model_path(export))  # the count a constant 1, as before drafts
   count = [i for i in earlier.graph.input if i.name == "logit_count"][0]
