@@ -105,11 +105,6 @@ def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, posit
     nodes.append(helper.make_node(op, inputs, [out], name=out, **attributes))
     return out
 
-  def node_outputs(op, inputs, count, **attributes):  # an op of `count` outputs
-    outs = [name(op.lower()) for _ in range(count)]
-    nodes.append(helper.make_node(op, inputs, outs, name=outs[0], **attributes))
-    return outs
-
   def weight(key):
     return const(key.replace("/", "_"), weights[key].astype(np.float32))
 
@@ -161,17 +156,15 @@ def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, posit
                                                                    np.int64))])
   mask = node("Where", [node("Less", [distance, zero]), const("neg", np.float32(-1e9)),
                         const("fzero", np.float32(0.0))])
-  # Every table's biases gathered at once, a distance's [tables x heads] in one row: gathered
-  # one float at a time ([heads, D + 1] along its distances), the dev model's Gathers took 8.5
-  # ms of a window's 48 in onnxruntime's profile; by rows, with the transpose, 3.3 of 38
-  # (BENCHMARKS.md, "The position bias gathered by rows"). Then one bias per table: a shared
-  # table's serves every layer.
-  rows = np.ascontiguousarray(tables.reshape(-1, tables.shape[2]).T)  # [D + 1, tables x heads]
-  biased = node("Add", [node("Transpose", [node("Gather", [const("bias_by_distance", rows),
-                                                          clipped], axis=0)], perm=[2, 0, 1]),
-                        mask])  # [tables x heads, T, P + T]
-  biases = ([biased] if len(tables) == 1 else node_outputs(
-      "Split", [biased, ints(*[arch.heads] * len(tables))], len(tables), axis=0))
+  # One bias per table (a shared table's serves every layer), gathered by rows: a distance's
+  # biases of all heads are one row of the table transposed, [D + 1, heads]. Gathered one
+  # float at a time ([heads, D + 1] along its distances), the dev model's Gathers took 8.5 ms
+  # of a window's 48 in onnxruntime's profile (BENCHMARKS.md, "The position bias gathered by
+  # rows"). Each table apart, as before: gathered all at once, the base model's float32
+  # process peaked at 527-542 MB, against 480-486.
+  biases = [node("Add", [node("Transpose", [node("Gather", [
+      const("bias_by_distance", np.ascontiguousarray(table.T)), clipped], axis=0)],
+      perm=[2, 0, 1]), mask]) for table in tables]  # [heads, T, P + T] each
   held_end = node("Unsqueeze", ["past_length", ints(0)])
   # Zeros for the empty slots' probabilities: [0, 0, 0, 0, 0, slots - P]
   empty_pads = node("Concat", [ints(0, 0, 0, 0, 0), node("Sub", [ints(positions), held_end])],
