@@ -229,18 +229,24 @@ class Session:
     typed_text = "".join(self.healing.texts[t] for t in typed)
     inputs = [0] + kept  # mesh-tf's inputs: each position reads the token before it
     written, log_prob, stops = [], 0.0, (newline, eos)
+    # What the copy cache and the draft read: the source, then what decoding wrote, a view of
+    # one buffer (no copy of the file's source at each step).
+    buffer = np.empty(len(source) + self.steps, np.int64)
+    buffer[:len(source)] = source
+
+    def sequence():
+      return buffer[:len(source) + len(written)]
 
     def draft():  # what to guess after `written`, when the model must read
       room = min(self.draft_tokens, self.steps - 1 - len(written))
-      return decoding.draft(np.concatenate([source, np.array(written, np.int64)]), room, stops)
+      return decoding.draft(sequence(), room, stops)
 
     read_before, guessed_before = self.model.read_count, self.model.draft_count
     logits = self.model.logits_after(inputs, draft)
     prefix_read = (self.model.read_count - read_before) - (self.model.draft_count - guessed_before)
     for _ in range(self.steps):
       if cache["weight"]:
-        sequence = np.concatenate([source, np.array(written, np.int64)])
-        counts = decoding.next_token_counts(sequence, len(source), len(logits),
+        counts = decoding.next_token_counts(sequence(), len(source), len(logits),
                                             cache["order"], cache["max_order"])
         scores = decoding.mixed_log_probs(logits, counts, cache["weight"])
       else:
@@ -253,6 +259,7 @@ class Session:
         token = int(np.argmax(scores))
       log_prob += float(scores[token])
       written.append(token)
+      buffer[len(source) + len(written) - 1] = token
       if token in stops:
         break
       if len(written) < self.steps:

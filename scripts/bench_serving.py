@@ -140,8 +140,7 @@ job = json.loads(sys.stdin.read())
 start = time.perf_counter()
 session = Session(job["export"], weights=job["weights"], threads=job["threads"],
                   copy_from=job.get("copy_from", "window"), consensus=job.get("consensus", False),
-                  states=job.get("states", 0),
-                  **({"draft_tokens": job["draft_tokens"]} if "draft_tokens" in job else {}))
+                  states=job.get("states", 0), draft_tokens=job["draft_tokens"])
 load_s = time.perf_counter() - start
 files = []  # the repository's: every .py file under it, as an editor passes a project's
 if job.get("repository"):
@@ -410,6 +409,7 @@ def copy_from_file(args, checked, window_completions, threads):
   from code_t5 import baselines, evaluation, metrics  # pylint: disable=g-import-not-at-top
   from code_t5.decoding import copying  # pylint: disable=g-import-not-at-top
   job = {"export": args.typing, "weights": "float", "threads": threads, "copy_from": "file",
+         "draft_tokens": DRAFT_TOKENS,
          "lines": [], "typed_to_cursor": [typed_to_cursor(p) for p, _ in checked]}
   file_completions = typing_client(job)["completions"]
   # The file after the cursor's line too, as an editor holds it (another task: the eval's
