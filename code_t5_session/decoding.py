@@ -47,18 +47,18 @@ class HealingPieces:
 
   def back_off(self, ids, pieces: int, newline_id: int):
     """(kept, typed): `ids` less up to their last `pieces` healing pieces, and those pieces.
-    At least one piece stays; a line end, a piece that does not heal or the line's
-    indentation ends the back-off."""
-    code_start = len(ids)
-    for i in range(len(ids) - 1, -1, -1):
-      if ids[i] == newline_id:
-        break
-      if not self.blank[ids[i]]:
-        code_start = i
+    At least one piece stays; a line end or a piece that does not heal ends the back-off,
+    and a line of indentation alone is not backed off (where code follows the indentation,
+    its last pieces may go too)."""
+    line_start = len(ids)
+    while line_start > 0 and ids[line_start - 1] != newline_id:
+      line_start -= 1
+    has_code = any(not self.blank[i] for i in ids[line_start:])
     taken = 0
     for k in range(1, pieces + 1):
       position = len(ids) - k
-      if position >= 1 and position >= code_start and self.lengths[ids[position]] > 0:
+      if (position >= 1 and position >= line_start and has_code
+          and self.lengths[ids[position]] > 0):
         taken += 1
       else:
         break

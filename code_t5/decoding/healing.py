@@ -93,27 +93,30 @@ def _rows(x):
 def back_off(tables: HealingTables, ids, pieces: int, delimited: bool):
   """The prefixes `ids` [..., length] (then zeros; an EOS after the text if `delimited`) with
   up to their last `pieces` healing pieces taken off, and those pieces, in order, then zeros
-  ([..., pieces]). At least one piece of each prefix stays; a line end, a piece that does
-  not heal, or the line's indentation ends the back-off: the user typed the indentation, and
-  written again it could grow (measured: a cursor at the line's start lost 2 points of edit
-  similarity when its indentation was taken off)."""
+  ([..., pieces]). At least one piece of each prefix stays; a line end or a piece that does
+  not heal ends the back-off. A line of indentation alone is not backed off: written again
+  it could grow (measured: a cursor at the line's start lost 2 points of edit similarity
+  when its indentation was taken off). Where code follows the indentation, its last pieces
+  may go too, since the text written again must then match them exactly: sentencepiece cuts
+  `        t` as `▁` `▁▁▁▁▁▁▁` `t` where the file has `▁▁▁▁▁▁▁` `▁try`, and with only `t`
+  taken off no piece that starts with it follows those spaces in a file."""
   flat, unflat = _rows(ids)
   length = tf.shape(flat)[1]
   lengths = tf.constant(tables.lengths)
   text_end = tf.reduce_sum(tf.cast(flat > 0, tf.int32), axis=1) - int(delimited)  # [rows]
   columns = tf.broadcast_to(tf.range(length)[None, :], tf.shape(flat))
   in_text = columns < text_end[:, None]
-  # Where the last line's code starts: its first piece after the last line end that is not
-  # spaces and tabs (the text's end, if the line is all indentation).
+  # Whether the last line holds code: a piece after the last line end that is not spaces
+  # and tabs.
   last_line_end = tf.reduce_max(tf.where(in_text & tf.equal(flat, NEWLINE_ID), columns,
                                          -tf.ones_like(flat)), axis=1)
   code = in_text & (columns > last_line_end[:, None]) & ~tf.gather(tf.constant(tables.blank),
                                                                    flat)
-  code_start = tf.reduce_min(tf.where(code, columns, tf.fill(tf.shape(flat), length)), axis=1)
+  has_code = tf.reduce_any(code, axis=1)  # [rows]
   back = tf.range(1, pieces + 1)  # the k-th piece from the end
   position = text_end[:, None] - back[None, :]  # [rows, pieces]
   heals = tf.gather(lengths, tf.gather(flat, tf.maximum(position, 0), batch_dims=1)) > 0
-  heals &= (position >= 1) & (position >= code_start[:, None])
+  heals &= (position >= 1) & (position > last_line_end[:, None]) & has_code[:, None]
   # [rows]: how many pieces heal in a row, counted from the end
   taken = tf.reduce_sum(tf.math.cumprod(tf.cast(heals, tf.int32), axis=1), axis=1)
   start = text_end - taken
