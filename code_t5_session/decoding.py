@@ -35,45 +35,48 @@ def window(tokens, max_length: int, newline_id: int, stride: int = 1):
 
 class HealingPieces:
   """Which pieces heal and their texts (code_t5.decoding.healing.HealingTables: texts,
-  blank), and an index of them by text for the mask."""
+  after_indentation, with `line_ends` the ids of a line end and EOS), and an index of them by
+  text for the mask."""
 
-  def __init__(self, texts):
+  def __init__(self, texts, line_ends):
     self.texts = list(texts)
     self.lengths = np.array([len(t) for t in self.texts])
-    self.blank = np.array([bool(t) and not t.strip(" \t") for t in self.texts])
+    self.after_indentation = np.union1d(
+        np.flatnonzero([bool(t) and t[0] not in " \t" for t in self.texts]), list(line_ends))
     self.by_text = {t: i for i, t in enumerate(self.texts) if t}
     self.sorted = sorted((t, i) for i, t in enumerate(self.texts) if t)
     self.sorted_texts = [t for t, _ in self.sorted]
 
   def back_off(self, ids, pieces: int, newline_id: int):
     """(kept, typed): `ids` less up to their last `pieces` healing pieces, and those pieces.
-    At least one piece stays; a line end or a piece that does not heal ends the back-off,
-    and a line of indentation alone is not backed off (where code follows the indentation,
-    its last pieces may go too)."""
-    line_start = len(ids)
-    while line_start > 0 and ids[line_start - 1] != newline_id:
-      line_start -= 1
-    has_code = any(not self.blank[i] for i in ids[line_start:])
+    At least one piece stays; a line end or a piece that does not heal ends the back-off."""
     taken = 0
     for k in range(1, pieces + 1):
       position = len(ids) - k
-      if (position >= 1 and position >= line_start and has_code
-          and self.lengths[ids[position]] > 0):
+      if position >= 1 and ids[position] != newline_id and self.lengths[ids[position]] > 0:
         taken += 1
       else:
         break
     cut = len(ids) - taken
     return list(ids[:cut]), list(ids[cut:])
 
-  def allowed_pieces(self, left: str):
-    """The ids of the pieces that agree with the text `left` to write: a start of it, or
-    beginning with all of it."""
+  def allowed_pieces(self, typed: str, done: int):
+    """The ids of the pieces that may be written after `done` characters of the taken-off text
+    `typed`: a start of what is left of it, or beginning with all of it; empty (any piece)
+    once it is written. A text of only spaces and tabs may not grow: the piece written after
+    it must start with code, or end the line."""
+    blank = bool(typed) and not typed.strip(" \t")
+    if done >= len(typed):
+      return (self.after_indentation if blank and done == len(typed)
+              else self.after_indentation[:0])
+    left = typed[done:]
     allowed = [self.by_text[left[:k]] for k in range(1, len(left) + 1) if left[:k] in self.by_text]
     start = bisect.bisect_left(self.sorted_texts, left)
     for text, i in self.sorted[start:]:
       if not text.startswith(left):
         break
-      allowed.append(i)
+      if not (blank and text[len(left):len(left) + 1] in (" ", "\t")):
+        allowed.append(i)
     return np.unique(np.array(allowed, np.int64))
 
   def written_length(self, ids):

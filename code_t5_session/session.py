@@ -113,7 +113,8 @@ class Session:
     if weights == "int8" and not self.config["int8"]:
       raise ValueError(f"{export_dir}: exported without 8-bit weights (--no_int8)")
     self.processor = spm.SentencePieceProcessor(model_file=os.path.join(export_dir, VOCABULARY))
-    self.healing = decoding.HealingPieces(self.config["healing_texts"])
+    self.healing = decoding.HealingPieces(self.config["healing_texts"],
+                                          (self.config["newline_id"], self.config["eos_id"]))
     self.pieces = self.config["healing_pieces"]
     self.steps = self.config["targets_length"] + self.pieces
     self.model = CachedModel(model_path(export_dir, weights), threads, states)
@@ -252,7 +253,7 @@ class Session:
       else:
         scores = decoding.log_softmax(logits)
       done = self.healing.written_length(written)
-      allowed = self.healing.allowed_pieces(typed_text[done:]) if done < len(typed_text) else []
+      allowed = self.healing.allowed_pieces(typed_text, done)
       if len(allowed):
         token = int(allowed[np.argmax(scores[allowed])])
       else:  # no text left to write again (or no piece agrees: the mask's argmax is the plain one)

@@ -4,6 +4,8 @@ is taken off a prefix, which pieces may be written while its text is written aga
 completion that is left once that text is cut off. Decoding with them, on trained models:
 tests/test_memorisation.py."""
 
+import collections
+
 import numpy as np
 import pytest
 import sentencepiece as spm
@@ -71,13 +73,12 @@ def decode(processor, ids):
 
 
 @pytest.mark.parametrize("delimited", [False, True], ids=["causal", "delimited"])
-def test_the_last_pieces_are_taken_off_but_not_a_line_of_indentation(processor, tables,
-                                                                     examples, delimited):
+def test_the_last_pieces_of_the_line_are_taken_off(processor, tables, examples, delimited):
   prefixes = [p for p, _ in examples]
   ids = rows(processor, prefixes, ROW, eos=delimited)
   kept, typed = (t.numpy() for t in healing.back_off(tables, tf.constant(ids), PIECES,
                                                       delimited))
-  taken_counts = set()
+  taken_counts, indentation_alone = set(), 0
   for i, prefix in enumerate(prefixes):
     taken = [int(t) for t in typed[i] if t]
     taken_counts.add(len(taken))
@@ -89,38 +90,45 @@ def test_the_last_pieces_are_taken_off_but_not_a_line_of_indentation(processor, 
     assert kept_ids or not prefix, prefix  # a piece always stays
     typed_text = processor.decode(taken)
     assert "\n" not in typed_text and prefix.endswith(typed_text)
-    if not prefix.rsplit("\n", 1)[-1].strip(" \t"):  # only indentation: nothing is taken
-      assert not taken, (prefix, taken)
+    line = prefix.rsplit("\n", 1)[-1]
+    if line and not line.strip(" \t"):  # only indentation: its pieces are taken
+      assert taken and not typed_text.strip(" \t"), (prefix, taken)
+      indentation_alone += 1
   assert taken_counts == set(range(PIECES + 1))  # the fixture reaches every count
+  assert indentation_alone >= 20
 
 
-def test_the_indentation_is_written_again_with_the_code_typed_after_it():
-  """Sentencepiece may cut a line's indentation one way when the line ends in its first
-  letters and another in the file: in this fixture's vocabulary `        re` is `▁▁▁▁▁▁▁`
-  `▁re` where the file's `        return` is `▁▁▁▁▁▁▁▁` `r` `et` ... (the dev vocabulary cuts
-  `        t` as `▁` `▁▁▁▁▁▁▁` `t` where the file's `        try:` is `▁▁▁▁▁▁▁` `▁try`). So the
-  back-off takes the indentation's pieces too where code follows them: what the model reads
-  is then the file's own pieces, wherever fewer than PIECES pieces were taken."""
-  one_liners = "".join(f"def f{i}(a):\n    if a > {i}: return a\n    else: return {i}\n"
-                       for i in range(60))  # ` return` mid-line, so `▁re` is a piece
+def test_the_indentation_is_written_again():
+  """Sentencepiece may cut a line's indentation one way when the line ends in it or in its
+  first letters and another in the file: in this fixture's vocabulary `        re` is
+  `▁▁▁▁▁▁▁` `▁re` where the file's `        return` is `▁▁▁▁▁▁▁▁` `r` `et` ... (the dev
+  vocabulary cuts `        t` as `▁` `▁▁▁▁▁▁▁` `t`, and 8 spaces as `▁▁▁▁▁▁▁▁`, where the
+  file's `        try:` is `▁▁▁▁▁▁▁` `▁try`). So the back-off takes the indentation's pieces
+  too: what the model reads is then the file's own pieces, wherever fewer than PIECES pieces
+  were taken, at the line's start as after its first letters."""
+  # Words after a space mid-line, so that `▁re` and `▁self` are pieces.
+  mid_line = "".join(f"x{i} = {i}; return a; return b; self.a; self.b; total; result; total\n"
+                     for i in range(200))
   module_texts = [synthetic_module(seed).decode() for seed in range(12)]
   processor = spm.SentencePieceProcessor()
-  processor.LoadFromSerializedProto(vocab.train_sentencepiece(module_texts + [one_liners], 600))
+  processor.LoadFromSerializedProto(vocab.train_sentencepiece(module_texts + [mid_line], 600))
   tables = healing.HealingTables.of(processor)
   pairs = [(prefix, rest) for seed in (3, 20)
            for prefix, rest in cursors(synthetic_module(seed).decode(), every=1)
-           if prefix.rsplit("\n", 1)[-1].strip()]
+           if prefix.rsplit("\n", 1)[-1]]
   file_ids = [processor.encode(prefix + rest) for prefix, rest in pairs]
   ids = rows(processor, [prefix for prefix, _ in pairs], ROW)
   kept, typed = (t.numpy() for t in healing.back_off(tables, tf.constant(ids), PIECES, False))
-  cut_otherwise = 0  # cursors whose prefix's pieces are not the file's
+  cut_otherwise = collections.Counter()  # cursors whose prefix's pieces are not the file's
   for i, (prefix, _) in enumerate(pairs):
     prefix_ids = [int(t) for t in ids[i] if t]
-    cut_otherwise += int(file_ids[i][:len(prefix_ids)] != prefix_ids)
+    if file_ids[i][:len(prefix_ids)] != prefix_ids:
+      cut_otherwise["code" if prefix.rsplit("\n", 1)[-1].strip(" \t") else "indentation"] += 1
     kept_ids = [int(t) for t in kept[i] if t]
     if np.count_nonzero(typed[i]) < PIECES and len(kept_ids) > 1:  # not cut short
       assert file_ids[i][:len(kept_ids)] == kept_ids, (prefix, processor.id_to_piece(kept_ids))
-  assert cut_otherwise >= 20  # the fixture reaches the case
+  # The fixture reaches both cases.
+  assert cut_otherwise["code"] >= 20 and cut_otherwise["indentation"] >= 10, cut_otherwise
 
 
 def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
@@ -153,22 +161,27 @@ def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
       grown += int(np.count_nonzero(cut[i]) > STEPS - np.count_nonzero(typed[i]))
   assert grown >= 3  # the fixture reaches the case
 
-  refused_while_typing = 0
+  refused_while_typing = indentation_ends = 0
   for step in range(4):
     mask = healing.allowed_pieces(tables, tf.constant(typed), tf.constant(continuation),
                                   tf.constant(step)).numpy()
     for i, typed_text in enumerate(typed_texts):
       assert mask[i, continuation[i, step]] == 0, (written[i], step)
       written_before = len(processor.decode([int(t) for t in continuation[i, :step]]))
-      if written_before >= len(typed_text):
+      indentation = typed_text and not typed_text.strip(" \t")
+      if indentation and written_before == len(typed_text):  # it may not grow
+        np.testing.assert_array_equal(mask[i] == 0, tables.after_indentation)
+        indentation_ends += 1
+      elif written_before >= len(typed_text):
         assert (mask[i] == 0).all()
       else:
         left = typed_text[written_before:]
         for piece in np.flatnonzero(mask[i] == 0):
           text = tables.texts[piece]
           assert text and (left.startswith(text) or text.startswith(left)), (left, text)
+          assert not (indentation and text[len(left):len(left) + 1] in (" ", "\t")), text
         refused_while_typing += int((mask[i] < 0).sum() > 0)
-  assert refused_while_typing > 50
+  assert refused_while_typing > 50 and indentation_ends > 10
 
 
 def test_a_continuation_that_stops_inside_the_typed_text_leaves_nothing(processor, tables):

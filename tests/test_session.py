@@ -14,7 +14,7 @@ from test_healing import PIECES, ROW, cursors, processor, rows, tables  # noqa: 
 from conftest import synthetic_module
 from code_t5 import preprocessors
 from code_t5.decoding import copy_cache, healing
-from code_t5.vocabulary import NEWLINE_ID
+from code_t5.vocabulary import EOS_ID, NEWLINE_ID
 from code_t5_session import decoding
 
 
@@ -40,7 +40,7 @@ def test_the_window_is_the_tasks(processor):
 def test_back_off_takes_what_healing_takes(processor, tables, prefixes):
   ids = rows(processor, prefixes, ROW)
   kept, typed = (t.numpy() for t in healing.back_off(tables, tf.constant(ids), PIECES, False))
-  pieces = decoding.HealingPieces(tables.texts)
+  pieces = decoding.HealingPieces(tables.texts, (NEWLINE_ID, EOS_ID))
   taken = set()
   for i, row in enumerate(ids):
     got_kept, got_typed = pieces.back_off([int(t) for t in row if t], PIECES, NEWLINE_ID)
@@ -56,22 +56,23 @@ def test_the_allowed_pieces_are_healings_mask(processor, tables, prefixes):
   ids = rows(processor, prefixes, ROW)
   _, typed = healing.back_off(tables, tf.constant(ids), PIECES, False)
   typed = typed.numpy()
-  pieces = decoding.HealingPieces(tables.texts)
+  pieces = decoding.HealingPieces(tables.texts, (NEWLINE_ID, EOS_ID))
   written = np.array([list(row) + [0] * 4 for row in typed])  # the same pieces written again
-  checked = 0
-  for step in range(PIECES):
+  checked = indentation_ends = 0
+  for step in range(PIECES + 1):
     mask = healing.allowed_pieces(tables, tf.constant(typed), tf.constant(written),
                                   tf.constant(step)).numpy()
     for i, row in enumerate(typed):
       text = "".join(tables.texts[t] for t in row if t)
       done = pieces.written_length([int(t) for t in written[i, :step]])
-      if done >= len(text):
-        assert (mask[i] == 0).all()
+      allowed = pieces.allowed_pieces(text, done)
+      if not len(allowed):  # any piece
+        assert done >= len(text) and (mask[i] == 0).all()
         continue
-      expected = np.flatnonzero(mask[i] == 0)
-      np.testing.assert_array_equal(pieces.allowed_pieces(text[done:]), expected)
+      np.testing.assert_array_equal(allowed, np.flatnonzero(mask[i] == 0))
       checked += 1
-  assert checked > 100
+      indentation_ends += int(done == len(text))  # a taken-off indentation written again
+  assert checked > 100 and indentation_ends > 10
 
 
 @pytest.mark.parametrize("order,max_order", [(1, 1), (2, 8), (3, 4)])

@@ -9,6 +9,11 @@ with the text taken off (a piece that is a start of what is left of it, or that 
 all of it) -- so that it picks the pieces the file would have had. What it wrote of the
 taken-off text is then cut from the completion, which is the rest of the line as before.
 
+The same holds at a line's start: sentencepiece cuts a line of 8 spaces as `▁▁▁▁▁▁▁▁` where
+the file's `        return` is `▁▁▁▁▁▁▁` `▁return`. Taken off, indentation alone must not grow
+when written again (a space after it would be more indentation, not code): what is written
+after it must start with code (or end the line).
+
   HealingTables.of(sp)    each piece's text and length; the ids of each piece's tails
   back_off(...)           the prefix less its last pieces, and those pieces (TF)
   allowed_pieces(...)     the mask of the pieces that agree with the text left to write (TF)
@@ -36,6 +41,8 @@ class HealingTables:
   texts, lengths: each piece's text and its length in characters; a piece that never heals
     (pad, EOS, unknown, bytes, a line end, an id past the vocabulary) has "" and 0.
   blank: whether a piece is spaces and tabs only (indentation, when a line starts with it).
+  after_indentation: the pieces that may follow an indentation written again: those that
+    start with code (not a space or a tab), a line end and EOS.
   tail_keys, tail_splits, tail_ids: for each healing piece p and each k in 1 .. len(p) - 1,
     the key p * key_stride + k (sorted) and the ids of p's text without its first k
     characters (a ragged table: tail_ids[tail_splits[i]:tail_splits[i + 1]]).
@@ -43,6 +50,7 @@ class HealingTables:
   texts: np.ndarray
   lengths: np.ndarray
   blank: np.ndarray
+  after_indentation: np.ndarray
   key_stride: int
   tail_keys: np.ndarray
   tail_splits: np.ndarray
@@ -63,6 +71,8 @@ class HealingTables:
           texts[i] = text
     lengths = np.array([len(t) for t in texts], np.int32)
     blank = np.array([bool(t) and not t.strip(" \t") for t in texts])
+    after_indentation = np.array([bool(t) and t[0] not in " \t" for t in texts])
+    after_indentation[[NEWLINE_ID, EOS_ID]] = True
     key_stride = int(lengths.max()) + 1
     keys, splits, ids = [], [0], []
     for piece, text in enumerate(texts):
@@ -70,8 +80,8 @@ class HealingTables:
         keys.append(piece * key_stride + k)
         ids.extend(processor.encode(text[k:]))
         splits.append(len(ids))
-    return cls(np.array(texts, object), lengths, blank, key_stride, np.array(keys, np.int64),
-               np.array(splits, np.int64), np.array(ids, np.int32))
+    return cls(np.array(texts, object), lengths, blank, after_indentation, key_stride,
+               np.array(keys, np.int64), np.array(splits, np.int64), np.array(ids, np.int32))
 
 
 @functools.lru_cache(maxsize=4)
@@ -94,29 +104,22 @@ def back_off(tables: HealingTables, ids, pieces: int, delimited: bool):
   """The prefixes `ids` [..., length] (then zeros; an EOS after the text if `delimited`) with
   up to their last `pieces` healing pieces taken off, and those pieces, in order, then zeros
   ([..., pieces]). At least one piece of each prefix stays; a line end or a piece that does
-  not heal ends the back-off. A line of indentation alone is not backed off: written again
-  it could grow (measured: a cursor at the line's start lost 2 points of edit similarity
-  when its indentation was taken off). Where code follows the indentation, its last pieces
-  may go too, since the text written again must then match them exactly: sentencepiece cuts
-  `        t` as `▁` `▁▁▁▁▁▁▁` `t` where the file has `▁▁▁▁▁▁▁` `▁try`, and with only `t`
-  taken off no piece that starts with it follows those spaces in a file."""
+  not heal ends the back-off. The indentation's pieces go as any others: sentencepiece cuts
+  `        t` as `▁` `▁▁▁▁▁▁▁` `t`, and a line of 8 spaces as `▁▁▁▁▁▁▁▁`, where the file has
+  `▁▁▁▁▁▁▁` `▁try`; with them kept, the model reads spaces cut as no file has them.
+  (`allowed_pieces` keeps a taken-off indentation from growing.)"""
   flat, unflat = _rows(ids)
   length = tf.shape(flat)[1]
   lengths = tf.constant(tables.lengths)
   text_end = tf.reduce_sum(tf.cast(flat > 0, tf.int32), axis=1) - int(delimited)  # [rows]
   columns = tf.broadcast_to(tf.range(length)[None, :], tf.shape(flat))
   in_text = columns < text_end[:, None]
-  # Whether the last line holds code: a piece after the last line end that is not spaces
-  # and tabs.
   last_line_end = tf.reduce_max(tf.where(in_text & tf.equal(flat, NEWLINE_ID), columns,
                                          -tf.ones_like(flat)), axis=1)
-  code = in_text & (columns > last_line_end[:, None]) & ~tf.gather(tf.constant(tables.blank),
-                                                                   flat)
-  has_code = tf.reduce_any(code, axis=1)  # [rows]
   back = tf.range(1, pieces + 1)  # the k-th piece from the end
   position = text_end[:, None] - back[None, :]  # [rows, pieces]
   heals = tf.gather(lengths, tf.gather(flat, tf.maximum(position, 0), batch_dims=1)) > 0
-  heals &= (position >= 1) & (position > last_line_end[:, None]) & has_code[:, None]
+  heals &= (position >= 1) & (position > last_line_end[:, None])
   # [rows]: how many pieces heal in a row, counted from the end
   taken = tf.reduce_sum(tf.math.cumprod(tf.cast(heals, tf.int32), axis=1), axis=1)
   start = text_end - taken
@@ -151,7 +154,8 @@ def allowed_pieces(tables: HealingTables, typed, continuation, step):
   """[..., vocab] float: 0 for the pieces that may follow `continuation` [..., steps] (its
   first `step` written), -1e9 for the others. While some of the taken-off text `typed` is not
   written again, a piece must be a start of what is left of it, or begin with all of it;
-  after that, every piece may."""
+  after that, every piece may. A taken-off text of only spaces and tabs (a line's indentation
+  alone) may not grow: the piece written after it must start with code, or end the line."""
   typed, unflat = _rows(typed)
   continuation, _ = _rows(continuation)
   text_length = _typed_length(tables, typed)
@@ -161,6 +165,10 @@ def allowed_pieces(tables: HealingTables, typed, continuation, step):
                                axis=1),
                      tf.zeros_like(text_length))
   left_length = tf.maximum(text_length - written, 0)  # [rows]
+  blank_text = (text_length > 0) & tf.reduce_all(
+      tf.gather(tf.constant(tables.blank), typed) | tf.equal(typed, 0), axis=1)
+  # A blank text written again exactly by the pieces so far: this piece must start with code.
+  at_blank_end = blank_text & (written > 0) & tf.equal(written, text_length)
   vocab = len(tables.texts)
 
   def mask():  # only while some row has text left: the strings are joined here, not every step
@@ -176,11 +184,17 @@ def allowed_pieces(tables: HealingTables, typed, continuation, step):
         tf.strings.substr(lefts, zeros, piece_lengths, unit="UTF8_CHAR"), piece_texts)
     covers_left = (piece_lengths >= left_lengths) & tf.equal(
         tf.strings.substr(piece_texts, zeros, left_lengths, unit="UTF8_CHAR"), lefts)
-    agrees = (piece_lengths > 0) & (starts_left | covers_left)
+    # Past a blank text, the piece's next character must be code.
+    next_character = tf.strings.substr(piece_texts, tf.minimum(left_lengths, piece_lengths),
+                                       tf.ones_like(zeros), unit="UTF8_CHAR")
+    grows = ((piece_lengths > left_lengths) & blank_text[:, None]
+             & (tf.equal(next_character, " ") | tf.equal(next_character, "\t")))
+    agrees = (piece_lengths > 0) & (starts_left | (covers_left & ~grows))
     free = tf.tile((left_length <= 0)[:, None], [1, vocab])
+    free &= ~at_blank_end[:, None] | tf.constant(tables.after_indentation)[None, :]
     return tf.where(agrees | free, tf.zeros([rows, vocab]), tf.fill([rows, vocab], -1e9))
 
-  result = tf.cond(tf.reduce_any(left_length > 0), mask,
+  result = tf.cond(tf.reduce_any((left_length > 0) | at_blank_end), mask,
                    lambda: tf.zeros([tf.shape(typed)[0], vocab]))
   return unflat(result)
 
