@@ -33,16 +33,24 @@ def window(tokens, max_length: int, newline_id: int, stride: int = 1):
   return list(tokens[excess:])
 
 
+def code_bytes(processor):
+  """The ids of the byte pieces that are not a space or a tab: a character the vocabulary
+  lacks (`$` in some) is written as its bytes, and after an indentation they are code."""
+  return [i for i in range(processor.get_piece_size())
+          if processor.is_byte(i) and processor.id_to_piece(i) not in ("<0x09>", "<0x20>")]
+
+
 class HealingPieces:
   """Which pieces heal and their texts (code_t5.decoding.healing.HealingTables: texts,
-  after_indentation, with `line_ends` the ids of a line end and EOS), and an index of them by
-  text for the mask."""
+  after_indentation, with `also_after_indentation` the ids of a line end, EOS and
+  `code_bytes`), and an index of them by text for the mask."""
 
-  def __init__(self, texts, line_ends):
+  def __init__(self, texts, also_after_indentation):
     self.texts = list(texts)
     self.lengths = np.array([len(t) for t in self.texts])
     self.after_indentation = np.union1d(
-        np.flatnonzero([bool(t) and t[0] not in " \t" for t in self.texts]), list(line_ends))
+        np.flatnonzero([bool(t) and t[0] not in " \t" for t in self.texts]),
+        np.asarray(list(also_after_indentation), np.int64))
     self.by_text = {t: i for i, t in enumerate(self.texts) if t}
     self.sorted = sorted((t, i) for i, t in enumerate(self.texts) if t)
     self.sorted_texts = [t for t, _ in self.sorted]

@@ -14,7 +14,7 @@ import tensorflow as tf
 from conftest import synthetic_module
 from code_t5.data import vocab
 from code_t5.decoding import healing
-from code_t5.vocabulary import EOS_ID
+from code_t5.vocabulary import EOS_ID, NEWLINE_ID
 
 PIECES = 3
 ROW = 96  # tokens of a prefix row (the windows here are shorter)
@@ -182,6 +182,16 @@ def test_the_files_own_pieces_are_allowed_and_cut_back_to_the_rest_of_the_line(
           assert not (indentation and text[len(left):len(left) + 1] in (" ", "\t")), text
         refused_while_typing += int((mask[i] < 0).sum() > 0)
   assert refused_while_typing > 50 and indentation_ends > 10
+
+
+def test_code_the_vocabulary_lacks_may_follow_an_indentation(processor, tables):
+  """A character the vocabulary lacks is written as its bytes (`$` as `<0x24>`): after an
+  indentation written again they are code, as are a line end and EOS; a space is not."""
+  allowed = tables.after_indentation
+  assert allowed[processor.piece_to_id("<0x24>")] and allowed[[NEWLINE_ID, EOS_ID]].all()
+  spaces = [i for i, text in enumerate(tables.texts) if text.startswith((" ", "\t"))]
+  assert spaces and not allowed[spaces].any()
+  assert not allowed[processor.piece_to_id("<0x20>")]
 
 
 def test_a_continuation_that_stops_inside_the_typed_text_leaves_nothing(processor, tables):

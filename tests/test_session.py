@@ -37,10 +37,16 @@ def test_the_window_is_the_tasks(processor):
           assert decoding.window(tokens[:end], length, NEWLINE_ID, stride) == expected
 
 
+def healing_pieces(processor, tables):
+  """The session's healing pieces, as Session makes them."""
+  return decoding.HealingPieces(tables.texts,
+                                [NEWLINE_ID, EOS_ID, *decoding.code_bytes(processor)])
+
+
 def test_back_off_takes_what_healing_takes(processor, tables, prefixes):
   ids = rows(processor, prefixes, ROW)
   kept, typed = (t.numpy() for t in healing.back_off(tables, tf.constant(ids), PIECES, False))
-  pieces = decoding.HealingPieces(tables.texts, (NEWLINE_ID, EOS_ID))
+  pieces = healing_pieces(processor, tables)
   taken = set()
   for i, row in enumerate(ids):
     got_kept, got_typed = pieces.back_off([int(t) for t in row if t], PIECES, NEWLINE_ID)
@@ -56,7 +62,7 @@ def test_the_allowed_pieces_are_healings_mask(processor, tables, prefixes):
   ids = rows(processor, prefixes, ROW)
   _, typed = healing.back_off(tables, tf.constant(ids), PIECES, False)
   typed = typed.numpy()
-  pieces = decoding.HealingPieces(tables.texts, (NEWLINE_ID, EOS_ID))
+  pieces = healing_pieces(processor, tables)
   written = np.array([list(row) + [0] * 4 for row in typed])  # the same pieces written again
   checked = indentation_ends = 0
   for step in range(PIECES + 1):

@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from code_t5.vocabulary import EOS_ID, NEWLINE, NEWLINE_ID
+from code_t5_session import decoding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +43,8 @@ class HealingTables:
     (pad, EOS, unknown, bytes, a line end, an id past the vocabulary) has "" and 0.
   blank: whether a piece is spaces and tabs only (indentation, when a line starts with it).
   after_indentation: the pieces that may follow an indentation written again: those that
-    start with code (not a space or a tab), a line end and EOS.
+    start with code (not a space or a tab), a line end, EOS and the bytes of characters the
+    vocabulary lacks (code_t5_session.decoding.code_bytes).
   tail_keys, tail_splits, tail_ids: for each healing piece p and each k in 1 .. len(p) - 1,
     the key p * key_stride + k (sorted) and the ids of p's text without its first k
     characters (a ragged table: tail_ids[tail_splits[i]:tail_splits[i + 1]]).
@@ -72,7 +74,7 @@ class HealingTables:
     lengths = np.array([len(t) for t in texts], np.int32)
     blank = np.array([bool(t) and not t.strip(" \t") for t in texts])
     after_indentation = np.array([bool(t) and t[0] not in " \t" for t in texts])
-    after_indentation[[NEWLINE_ID, EOS_ID]] = True
+    after_indentation[[NEWLINE_ID, EOS_ID, *decoding.code_bytes(processor)]] = True
     key_stride = int(lengths.max()) + 1
     keys, splits, ids = [], [0], []
     for piece, text in enumerate(texts):
