@@ -33,24 +33,25 @@ def window(tokens, max_length: int, newline_id: int, stride: int = 1):
   return list(tokens[excess:])
 
 
-def code_bytes(processor):
-  """The ids of the byte pieces that are not a space or a tab: a character the vocabulary
-  lacks (`$` in some) is written as its bytes, and after an indentation they are code."""
-  return [i for i in range(processor.get_piece_size())
-          if processor.is_byte(i) and processor.id_to_piece(i) not in ("<0x09>", "<0x20>")]
+def after_indentation(processor, texts, line_ends):
+  """The ids that may follow an indentation written again: the pieces of `texts` that start
+  with code (not a space or a tab), `line_ends` (a line end, EOS), and the bytes of a
+  character the vocabulary lacks (`$` in some), but a space's and a tab's."""
+  starts_code = [i for i, text in enumerate(texts) if text and text[0] not in " \t"]
+  code_bytes = [i for i in range(processor.get_piece_size())
+                if processor.is_byte(i) and processor.id_to_piece(i) not in ("<0x09>", "<0x20>")]
+  return np.union1d(starts_code + code_bytes, list(line_ends)).astype(np.int64)
 
 
 class HealingPieces:
-  """Which pieces heal and their texts (code_t5.decoding.healing.HealingTables: texts,
-  after_indentation, with `also_after_indentation` the ids of a line end, EOS and
-  `code_bytes`), and an index of them by text for the mask."""
+  """Which pieces heal and their texts, the ids that may follow an indentation written again
+  (`after_indentation(...)`'s) (code_t5.decoding.healing.HealingTables), and an index of the
+  pieces by text for the mask."""
 
-  def __init__(self, texts, also_after_indentation):
+  def __init__(self, texts, after_indentation_ids):
     self.texts = list(texts)
     self.lengths = np.array([len(t) for t in self.texts])
-    self.after_indentation = np.union1d(
-        np.flatnonzero([bool(t) and t[0] not in " \t" for t in self.texts]),
-        np.asarray(list(also_after_indentation), np.int64))
+    self.after_indentation = after_indentation_ids
     self.by_text = {t: i for i, t in enumerate(self.texts) if t}
     self.sorted = sorted((t, i) for i, t in enumerate(self.texts) if t)
     self.sorted_texts = [t for t, _ in self.sorted]

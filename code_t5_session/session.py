@@ -113,9 +113,9 @@ class Session:
     if weights == "int8" and not self.config["int8"]:
       raise ValueError(f"{export_dir}: exported without 8-bit weights (--no_int8)")
     self.processor = spm.SentencePieceProcessor(model_file=os.path.join(export_dir, VOCABULARY))
-    self.healing = decoding.HealingPieces(
-        self.config["healing_texts"], [self.config["newline_id"], self.config["eos_id"],
-                                       *decoding.code_bytes(self.processor)])
+    texts = self.config["healing_texts"]
+    self.healing = decoding.HealingPieces(texts, decoding.after_indentation(
+        self.processor, texts, (self.config["newline_id"], self.config["eos_id"])))
     self.pieces = self.config["healing_pieces"]
     self.steps = self.config["targets_length"] + self.pieces
     self.model = CachedModel(model_path(export_dir, weights), threads, states)

@@ -39,8 +39,8 @@ def test_the_window_is_the_tasks(processor):
 
 def healing_pieces(processor, tables):
   """The session's healing pieces, as Session makes them."""
-  return decoding.HealingPieces(tables.texts,
-                                [NEWLINE_ID, EOS_ID, *decoding.code_bytes(processor)])
+  return decoding.HealingPieces(tables.texts, decoding.after_indentation(
+      processor, tables.texts, (NEWLINE_ID, EOS_ID)))
 
 
 def test_back_off_takes_what_healing_takes(processor, tables, prefixes):

@@ -44,7 +44,7 @@ class HealingTables:
   blank: whether a piece is spaces and tabs only (indentation, when a line starts with it).
   after_indentation: the pieces that may follow an indentation written again: those that
     start with code (not a space or a tab), a line end, EOS and the bytes of characters the
-    vocabulary lacks (code_t5_session.decoding.code_bytes).
+    vocabulary lacks (code_t5_session.decoding.after_indentation, the session's rule too).
   tail_keys, tail_splits, tail_ids: for each healing piece p and each k in 1 .. len(p) - 1,
     the key p * key_stride + k (sorted) and the ids of p's text without its first k
     characters (a ragged table: tail_ids[tail_splits[i]:tail_splits[i + 1]]).
@@ -73,8 +73,8 @@ class HealingTables:
           texts[i] = text
     lengths = np.array([len(t) for t in texts], np.int32)
     blank = np.array([bool(t) and not t.strip(" \t") for t in texts])
-    after_indentation = np.array([bool(t) and t[0] not in " \t" for t in texts])
-    after_indentation[[NEWLINE_ID, EOS_ID, *decoding.code_bytes(processor)]] = True
+    after_indentation = np.zeros(size, bool)
+    after_indentation[decoding.after_indentation(processor, texts, (NEWLINE_ID, EOS_ID))] = True
     key_stride = int(lengths.max()) + 1
     keys, splits, ids = [], [0], []
     for piece, text in enumerate(texts):
