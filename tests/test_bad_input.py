@@ -82,6 +82,15 @@ def _process(*argv):
   return run
 
 
+def _script(path, *argv, **env):
+  """A shell script of the checkout's, with `env` added to the environment."""
+  def run(case):
+    proc = subprocess.run([os.path.join(REPO_ROOT, path), *argv], capture_output=True,
+                          text=True, env=dict(os.environ, **env))
+    return proc.returncode, proc.stderr
+  return run
+
+
 def _checkpoints(case):
   return [case.path("model", "model.ckpt-*")]
 
@@ -368,6 +377,10 @@ ROWS = [
         _process("scripts/bench_learning.py", "--eval_only", "--model_dir={case.tmp}/empty",
                  "--data_dir={case.data_dir}", "--gin_file=models/tiny.gin"),
         lambda c: f"bench_learning: no checkpoint in {c.tmp}/empty: train one there first"),
+    Row("a slow-class stand-in given a CPU count that is not a number", "scripts/as_slow_class",
+        _script("scripts/as_slow_class", "true", SLOW_CLASS_CPUS="two"),
+        lambda c: "as_slow_class: SLOW_CLASS_CPUS=two is not a positive number of CPUs",
+        code=2),
 ]
 
 
