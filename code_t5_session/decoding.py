@@ -33,13 +33,23 @@ def window(tokens, max_length: int, newline_id: int, stride: int = 1):
   return list(tokens[excess:])
 
 
+# The characters of a line's indentation, which healing must not let grow once written again.
+INDENTATION = " \t"
+
+
+def blank(text: str) -> bool:
+  """Whether `text` is indentation alone (spaces and tabs, at least one)."""
+  return bool(text) and not text.strip(INDENTATION)
+
+
 def after_indentation(processor, texts, line_ends):
   """The ids that may follow an indentation written again: the pieces of `texts` that start
   with code (not a space or a tab), `line_ends` (a line end, EOS), and the bytes of a
   character the vocabulary lacks (`$` in some), but a space's and a tab's."""
-  starts_code = [i for i, text in enumerate(texts) if text and text[0] not in " \t"]
+  starts_code = [i for i, text in enumerate(texts) if text and text[0] not in INDENTATION]
+  indentation_bytes = {f"<0x{ord(c):02X}>" for c in INDENTATION}
   code_bytes = [i for i in range(processor.get_piece_size())
-                if processor.is_byte(i) and processor.id_to_piece(i) not in ("<0x09>", "<0x20>")]
+                if processor.is_byte(i) and processor.id_to_piece(i) not in indentation_bytes]
   return np.union1d(starts_code + code_bytes, list(line_ends)).astype(np.int64)
 
 
@@ -74,9 +84,9 @@ class HealingPieces:
     `typed`: a start of what is left of it, or beginning with all of it; empty (any piece)
     once it is written. A text of only spaces and tabs may not grow: the piece written after
     it must start with code, or end the line."""
-    blank = bool(typed) and not typed.strip(" \t")
+    indentation = blank(typed)
     if done >= len(typed):
-      return (self.after_indentation if blank and done == len(typed)
+      return (self.after_indentation if indentation and done == len(typed)
               else self.after_indentation[:0])
     left = typed[done:]
     allowed = [self.by_text[left[:k]] for k in range(1, len(left) + 1) if left[:k] in self.by_text]
@@ -84,7 +94,7 @@ class HealingPieces:
     for text, i in self.sorted[start:]:
       if not text.startswith(left):
         break
-      if not (blank and text[len(left):len(left) + 1] in (" ", "\t")):
+      if not (indentation and len(text) > len(left) and text[len(left)] in INDENTATION):
         allowed.append(i)
     return np.unique(np.array(allowed, np.int64))
 

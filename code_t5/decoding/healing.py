@@ -72,7 +72,7 @@ class HealingTables:
         if text and NEWLINE not in text:
           texts[i] = text
     lengths = np.array([len(t) for t in texts], np.int32)
-    blank = np.array([bool(t) and not t.strip(" \t") for t in texts])
+    blank = np.array([decoding.blank(t) for t in texts])
     after_indentation = np.zeros(size, bool)
     after_indentation[decoding.after_indentation(processor, texts, (NEWLINE_ID, EOS_ID))] = True
     key_stride = int(lengths.max()) + 1
@@ -190,7 +190,8 @@ def allowed_pieces(tables: HealingTables, typed, continuation, step):
     next_character = tf.strings.substr(piece_texts, tf.minimum(left_lengths, piece_lengths),
                                        tf.ones_like(zeros), unit="UTF8_CHAR")
     grows = ((piece_lengths > left_lengths) & blank_text[:, None]
-             & (tf.equal(next_character, " ") | tf.equal(next_character, "\t")))
+             & tf.reduce_any(tf.equal(next_character[..., None], list(decoding.INDENTATION)),
+                             axis=-1))
     agrees = (piece_lengths > 0) & (starts_left | (covers_left & ~grows))
     free = tf.tile((left_length <= 0)[:, None], [1, vocab])
     free &= ~at_blank_end[:, None] | tf.constant(tables.after_indentation)[None, :]
