@@ -44,7 +44,7 @@ class ExportError(ValueError):
 
 def _parse_gin(gin_files, gin_params):
   import gin  # pylint: disable=g-import-not-at-top
-  import code_t5  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  import code_t5  # pylint: disable=g-import-not-at-top
   from mesh_tensorflow.transformer import utils  # pylint: disable=g-import-not-at-top
   import t5.models.mesh_transformer  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   import logging  # pylint: disable=g-import-not-at-top
@@ -54,7 +54,11 @@ def _parse_gin(gin_files, gin_params):
   try:  # as mesh_transformer_main parses them: mesh-tf's defaults first
     gin.parse_config_file(os.path.join(os.path.dirname(utils.__file__),
                                        utils._DEFAULT_CONFIG_FILE))  # pylint: disable=protected-access
-    gin.parse_config_files_and_bindings([*gin_files, "decoding_lengths.gin"], gin_params)
+    # Named by its full path: gin resolves a bare name in the working folder first, where a
+    # file of that name would change the export's window unseen.
+    gin.parse_config_files_and_bindings(
+        [*gin_files, os.path.join(code_t5.gin_configs_dir(), "decoding_lengths.gin")],
+        gin_params)
   finally:
     root.setLevel(level)
 

@@ -28,6 +28,14 @@ TEMPERATURE = 2.0
 CONTEXT_LINES = 2
 MIN_SIMILARITY = 0.5
 MAX_LINES = 4096
+# Bounds on the copy rules' work a suggestion, whatever the file: a line is compared by its
+# first MAX_LINE_CHARS characters (copy-next's with indentation left out; the consensus's
+# candidates too), and copy-next computes at most MAX_COMPARISONS edit distances, nearest
+# places first. An edit distance costs its two lengths' product: 4,096
+# alike lines of 1,000 characters took 13 s a suggestion, of 4,000 186 s. The worst case now:
+# BENCHMARKS.md, "Hostile input" (scripts/bench_hostile.py).
+MAX_LINE_CHARS = 200
+MAX_COMPARISONS = 4096
 
 
 def line_similarity(target: str, prediction: str) -> float:
@@ -80,7 +88,8 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   a place whose line cannot go that far left is passed over); without, it is copied at its
   own depth. Only a line that starts with what is typed and goes on is taken; "" where none
   does, or where the lines before the cursor are all blank. The last `max_lines` lines are
-  read: the scan costs an edit distance a line and place.
+  read: the scan costs an edit distance a line and place, each of at most MAX_LINE_CHARS
+  characters, MAX_COMPARISONS of them at the most.
 
   Why two lines and 0.5 (where before #60's analogues it was one line, the same): on the
   validation split this copy, else copy-line, scores 30.4 edit similarity against copy-line's
@@ -93,7 +102,8 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   earlier = [""] * (context_lines - 1) + [line.rstrip("\r") for line in earlier[-max_lines:]]
   if len(earlier) < context_lines + 1:
     return ""
-  stripped = [line.strip() for line in earlier]  # places match with indentation left out
+  # Places match with indentation left out, by their lines' first MAX_LINE_CHARS characters.
+  stripped = [line.strip()[:MAX_LINE_CHARS] for line in earlier]
   place = stripped[-context_lines:]
   if not any(place):
     return ""
@@ -120,11 +130,14 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   # depth it stood: the cheap test first; the move to our depth and the test of all that is
   # typed once the place's similarities are known, since they say whether it moves.
   typed_text = typed.lstrip(" \t") if at_depth else typed
+  compared = 0
   # The place ending at earlier[i] is followed by earlier[i + 1]; nearest first.
   for i in range(len(earlier) - 2, context_lines - 2, -1):
     start = i - context_lines + 1
     if hopeless(place_bounds[start]):
       continue
+    if compared >= MAX_COMPARISONS:
+      break  # the places further back go unread
     line = earlier[i + 1]
     if not (line.lstrip(" \t") if at_depth else line).startswith(typed_text):
       continue
@@ -132,6 +145,7 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
     similarities = [bounds[start] for bounds in line_bounds]
     for k in range(context_lines):
       similarities[k] = line_similarity(place[k], theirs[k])
+      compared += 1
       if hopeless(sum(similarities) / context_lines):
         break
     else:
@@ -222,7 +236,10 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
   # Candidates in order, the model's best first: the first of equal expectations wins.
   candidates = list(dict.fromkeys([line for line, _ in searched] +
                                   [line for line, _ in copied]))
-  expected = [sum(weight * line_similarity(other, line) for other, weight in evidence.items())
+  # Compared by their first MAX_LINE_CHARS characters, as copy-next compares (copy-line's
+  # rest of a line can be any length).
+  expected = [sum(weight * line_similarity(other[:MAX_LINE_CHARS], line[:MAX_LINE_CHARS])
+                  for other, weight in evidence.items())
               for line in candidates]
   best_index = max(range(len(candidates)), key=lambda i: (expected[i], -i))
   return candidates[best_index], expected[best_index]

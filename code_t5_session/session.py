@@ -24,6 +24,7 @@ line by 3.7 to 4.9 points of edit similarity, for the cost of the two copies' sc
 """
 
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -41,6 +42,9 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 VOCABULARY = "spm.model"
 # The most tokens a read guesses ahead (Session's draft_tokens).
 DRAFT_TOKENS = 8
+# set_repository indexes this many files at the most (a repository of a thousand files is
+# 10^5 windows; each file is read to its first file_chars characters).
+MAX_REPOSITORY_FILES = 4096
 
 
 def without_lone_surrogates(text: str) -> str:
@@ -128,13 +132,21 @@ class Session:
     """The other files of the file being typed, [(path, content)], for an export of a model
     trained with repository_context.gin: each suggestion then reads their lines that best
     match the code before the cursor, as the model's Task did (code_t5_session/retrieval.py).
-    None: no repository. The files are indexed once, here."""
+    None: no repository. The files are indexed once, here: the first MAX_REPOSITORY_FILES of
+    them, each to its first retrieval's file_chars characters (a bound on the index's memory
+    and time, whatever the caller hands in). Returns how many files were left out."""
     options = self.config.get("repository_context")
     if files is not None and not options:
       raise ValueError("set_repository: this export's model was not trained with "
                        "repository_context.gin; it reads no repository context")
-    if files is not None:
-      files = list(files)
+    left_out = 0
+    if files is None:
+      retrieval.windows.cache_clear()  # the earlier repository's contents go with its index
+    else:
+      files = iter(files)
+      kept = list(itertools.islice(files, MAX_REPOSITORY_FILES))
+      left_out = sum(1 for _ in files)  # counted, not held
+      files = kept
       for i, item in enumerate(files):  # (an infer record's are {"path": ..., "content": ...})
         if not (isinstance(item, (tuple, list)) and len(item) == 2 and
                 all(isinstance(part, str) for part in item)):
@@ -142,6 +154,7 @@ class Session:
                           f"file {i} is {type(item).__name__} {str(item)[:60]!r}")
     self._repository = None if files is None else retrieval.index_of(files, language, options)
     self._shown_prefix, self._shown = None, None
+    return left_out
 
   def _context_ids(self, prefix: str):
     """The ids of the repository context of `prefix`, cut to its budget ([] without one)."""

@@ -9,7 +9,9 @@ standard library (each copy made unique, so de-duplication keeps it), then in on
      worker processes (multi_processing mode; each worker imports TensorFlow once);
 each build once per --near_duplicates mode (default: off, then holdout, the default of
 `code_t5.data build`; the tree's copies of one module are near-duplicates of each other, as
-vendored copies are). Prints a table and writes JSON (--json).
+vendored copies are). With --repos=N, also N git repositories (two commits of 20 modules each,
+made by git) written as an FLCC tree (`build --repos_dir`'s read: git on each object store as
+data), --repeat times. Prints a table and writes JSON (--json).
 
   .venv/bin/python scripts/bench_build.py --files=20000 --workers=1,2 --beam_workers=1,2 \
     --json=bench_build.json
@@ -19,11 +21,13 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 
 from code_t5.data import builder
 from code_t5.data import near_duplicates
+from code_t5.data import repositories
 from code_t5.data import tree_writer
 
 
@@ -38,6 +42,28 @@ def make_tree(root, num_files, files_per_repo=50):
         content + f"\n# copy {count}\n".encode())
     count += 1
   tree_writer.write_flcc_tree(root, repos)
+
+
+def make_repositories(root, count, files=20):
+  """`count` git repositories of two commits each: `files` modules, then a fifth changed."""
+  sources = [content for files_ in tree_writer.stdlib_repositories().values()
+             for content in files_.values() if 200 < len(content) < 20000]
+  env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@b", GIT_COMMITTER_NAME="b",
+             GIT_COMMITTER_EMAIL="b@b", GIT_AUTHOR_DATE="@1795370000 +0000",
+             GIT_COMMITTER_DATE="@1795370000 +0000")
+  for number in range(count):
+    work = os.path.join(root, f"team{number // 20:02d}", f"repo{number:04d}")
+    os.makedirs(work)
+    git = lambda *args, work=work: subprocess.run(["git", *args], cwd=work, env=env, check=True,
+                                                  capture_output=True)
+    git("init", "-q", "-b", "main")
+    for commit in range(2):
+      for i in range(files):
+        if commit == 0 or i % 5 == 0:
+          with open(os.path.join(work, f"m{i}.py"), "wb") as f:
+            f.write(sources[(number * files + i) % len(sources)] + f"\n# {commit}\n".encode())
+      git("add", "-A")
+      git("commit", "-q", "-m", str(commit))
 
 
 def plain_read(root):
@@ -66,6 +92,9 @@ def main():
                       help="comma-separated worker counts: also time Beam's DirectRunner with each")
   parser.add_argument("--near_duplicates", default="off,holdout",
                       help="comma-separated modes: every build runs once with each")
+  parser.add_argument("--repos", type=int, default=0,
+                      help="also time writing the FLCC tree of this many git repositories")
+  parser.add_argument("--repeat", type=int, default=3, help="runs of the --repos write")
   parser.add_argument("--json", default=None)
   parser.add_argument("--workdir", default=None, help="default: a temporary directory")
   args = parser.parse_args()
@@ -100,6 +129,19 @@ def main():
                    seconds))
       shutil.rmtree(data_dir, ignore_errors=True)
   same = all(r == same_mode[0] for same_mode in reports.values() for r in same_mode)
+  if args.repos:
+    repos = os.path.join(workdir, "repos")
+    shutil.rmtree(repos, ignore_errors=True)
+    make_repositories(repos, args.repos)
+    for run in range(args.repeat):
+      out = os.path.join(workdir, f"repos_tree_{run}")
+      manifest, seconds = timed(lambda out=out: repositories.write_tree(repos, out))
+      stored = manifest["stored"]["files"]
+      rows.append((f"--repos_dir tree of {args.repos} git repositories, run {run + 1}",
+                   stored, sum(os.path.getsize(os.path.join(d, f))
+                               for d, _, fs in os.walk(os.path.join(out, "v3", "languages"))
+                               for f in fs), seconds))
+      shutil.rmtree(out, ignore_errors=True)
 
   print(f"\ntree: {files} files, {total / 1e6:.1f} MB (generated in {gen_seconds:.1f} s); "
         f"the reports of builds of one mode {'agree' if same else 'DIFFER'}")

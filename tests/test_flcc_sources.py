@@ -96,7 +96,16 @@ def test_build_from_a_local_archive_records_its_checksum(fixture_archive, flcc_d
   options, report = _report(data_dir)
   with open(fixture_archive, "rb") as f:
     assert options["archive_sha256"] == hashlib.sha256(f.read()).hexdigest()
-  assert report == _report(flcc_data_dir)[1]
+  _assert_the_trees_dataset(report, flcc_data_dir, options["archive_sha256"])
+
+
+def _assert_the_trees_dataset(report, flcc_data_dir, archive_sha256):
+  """The report of an archive's build is the extracted tree's, but that its fingerprint holds
+  the archive's sha too (another archive of the same repository names is another dataset)."""
+  report, tree_report = dict(report), _report(flcc_data_dir)[1]
+  assert report.pop("fingerprint") == dict(tree_report.pop("fingerprint"),
+                                           archive_sha256=archive_sha256)
+  assert report == tree_report
 
 
 def test_wrong_checksum_is_refused(fixture_archive, tmp_path):
@@ -143,7 +152,8 @@ def test_download_dir_is_where_an_archive_is_extracted(fixture_archive, flcc_dat
   # The extracted tree, <archive name>.<sha-256 prefix>, and nothing else.
   assert [p.name.startswith(os.path.basename(fixture_archive) + ".")
           for p in downloads.iterdir()] == [True]
-  assert _report(data_dir)[1] == _report(flcc_data_dir)[1]
+  options, report = _report(data_dir)
+  _assert_the_trees_dataset(report, flcc_data_dir, options["archive_sha256"])
 
 
 class _RangeHandler(http.server.BaseHTTPRequestHandler):
@@ -187,14 +197,32 @@ def test_download_resumes_a_partial_file(server, tmp_path, honour_range):
   url = f"http://127.0.0.1:{server.server_port}/part-1.tar.gz"
   out = tmp_path / "downloads"
   out.mkdir()
-  (out / "part-1.tar.gz.part").write_bytes(payload[:1000000])  # left by a killed run
+  part = out / (archive.download_name(url) + ".part")
+  part.write_bytes(payload[:1000000])  # left by a killed run
   path = archive.download(url, str(out))
   with open(path, "rb") as f:
     assert f.read() == payload
   assert _RangeHandler.ranges_seen == ["bytes=1000000-"]
-  assert not (out / "part-1.tar.gz.part").exists()
+  assert not part.exists()
   archive.download(url, str(out))  # finished: not fetched again
   assert len(_RangeHandler.ranges_seen) == 1
+
+
+def test_a_download_is_its_urls_alone(server, tmp_path):
+  """Two URLs whose files share a name: neither reuses the other's download nor resumes the
+  other's `.part` (a spliced file would pass no checksum, or worse, the first URL's would be
+  taken for the second's)."""
+  payload = os.urandom(100_000)
+  _RangeHandler.payload, _RangeHandler.honour_range = payload, True
+  first = f"http://127.0.0.1:{server.server_port}/a/flcc.tar.gz"
+  second = f"http://localhost:{server.server_port}/b/flcc.tar.gz"
+  out = tmp_path / "downloads"
+  out.mkdir()
+  (out / (archive.download_name(first) + ".part")).write_bytes(b"another file's start")
+  assert archive.download_name(first) != archive.download_name(second)
+  with open(archive.download(second, str(out)), "rb") as f:
+    assert f.read() == payload
+  assert _RangeHandler.ranges_seen == [None]  # the whole file, from its own URL
 
 
 def test_unreachable_url_names_it(tmp_path):

@@ -119,11 +119,11 @@ def _require_local(path: str, why: str) -> None:
     raise UsageError(f"{path}: {why}")
 
 
-def _repositories_tree(repos_dir: str, tree_dir: str) -> str:
+def _repositories_tree(repos_dir: str, tree_dir: str, max_file_bytes: int) -> str:
   """Writes (or reuses) the FLCC tree of a folder of repositories; prints what it holds."""
   _require_local(repos_dir, "repositories are read from local checkouts (git runs on them); "
                  "clone or copy them here first")
-  manifest = repositories.write_tree(repos_dir, tree_dir)
+  manifest = repositories.write_tree(repos_dir, tree_dir, max_file_bytes)
   print(f"{'reused' if manifest['reused'] else 'wrote'} the FLCC tree of {repos_dir} in "
         f"{tree_dir}: {repositories.summary(manifest)}")
   return tree_dir
@@ -151,12 +151,14 @@ def cmd_build(args) -> dict:
     downloads = _download_dir(args, "the FLCC tree of --repos_dir is written on local disk")
     args.flcc_dir = _repositories_tree(args.repos_dir, os.path.join(
         downloads, "repositories-" + hashlib.sha1(
-            os.path.abspath(args.repos_dir).encode("utf-8")).hexdigest()[:12]))
+            os.path.abspath(args.repos_dir).encode("utf-8")).hexdigest()[:12]),
+        args.max_file_bytes)
   if getattr(args, "archive", None):
     downloads = _download_dir(args, "an archive is downloaded and extracted on local disk, "
                               "where its FLCC tree is read")
-    args.flcc_dir, provenance = archive_lib.fetch(args.archive, downloads,
-                                                  args.archive_sha256)
+    args.flcc_dir, provenance = archive_lib.fetch(
+        args.archive, downloads, args.archive_sha256,
+        archive_lib.Limits(args.max_member_bytes, args.max_extracted_bytes))
   _require_local(args.flcc_dir, "an FLCC tree is read from local disk; copy it here first "
                  "(gsutil -m cp -r), or give its archive with --archive")
   options = builder.BuildOptions(
@@ -312,7 +314,7 @@ def cmd_dev(args) -> None:
   flcc_dir = dev_tree_dir(args.root, args.language)
   args.data_dir = args.data_dir or os.path.join(args.root, "tfds")
   if source == "repos":
-    _repositories_tree(args.repos_dir, flcc_dir)
+    _repositories_tree(args.repos_dir, flcc_dir, args.max_file_bytes)
   elif files.isdir(os.path.join(flcc_dir, "v3")):
     print(f"dev tree exists: {flcc_dir}")
   else:
@@ -344,6 +346,12 @@ def _add_build_flags(parser, need_source, ratios=flcc.DEFAULT_RATIOS):
                              "DATA_DIR/downloads; give one when DATA_DIR is gs://)")
     parser.add_argument("--archive_sha256", default=None,
                         help="fail unless the archive has this sha-256")
+    parser.add_argument("--max_member_bytes", type=_positive_int,
+                        default=archive_lib.Limits.max_member_bytes,
+                        help="refuse an --archive with a member that unpacks to more bytes")
+    parser.add_argument("--max_extracted_bytes", type=_positive_int,
+                        default=archive_lib.Limits.max_extracted_bytes,
+                        help="refuse an --archive that unpacks to more bytes in all")
   parser.add_argument("--language", default="python", type=_language, help=LANGUAGE_HELP)
   parser.add_argument("--strict", action="store_true",
                       help="stop at a malformed repository instead of skipping and counting it")

@@ -1,18 +1,27 @@
 """Published FLCC archives: download with progress and resume, checksum, extract.
 
 Everything lands in a local download directory (`--download_dir`, by default
-`<data_dir>/downloads/`): tar, zip and the FLCC tree reader read the local disk. A download in progress is `<name>.part` and is
-resumed with an HTTP Range request; an extraction in progress is `<name>.incomplete/`. Only
-finished files carry their final names, so a rerun after an interruption picks up where it
-stopped and never takes a partial file for a whole one.
+`<data_dir>/downloads/`): tar, zip and the FLCC tree reader read the local disk. A download is
+named by a key of its URL (`download_name`); in progress it is `<name>.part` and is resumed with
+an HTTP Range request, from the same URL only; an extraction in progress is
+`<name>.incomplete/`. Only finished files carry their final names, so a rerun after an
+interruption picks up where it stopped and never takes a partial file for a whole one.
+
+An archive is data from strangers: extraction writes regular files and folders inside the
+extraction folder and nothing else (no link, device or sparse member; no name that leaves the
+folder), within `Limits` (a member's size, the whole), on every Python 3.11 whatever its
+tarfile's fixes.
 """
 
+import dataclasses
 import hashlib
 import os
+import stat
 import tarfile
 import urllib.parse
 import urllib.request
 import zipfile
+import zlib
 from typing import Optional, Tuple
 
 from tqdm import tqdm
@@ -38,9 +47,19 @@ def sha256_of(path: str) -> str:
   return digest.hexdigest()
 
 
-def download(url: str, out_dir: str) -> str:
-  """Fetches `url` into `out_dir`, resuming a `.part` left by an interrupted run."""
+def download_name(url: str, expected_sha256: Optional[str] = None) -> str:
+  """The file a URL downloads to: its own name after a key of the whole URL (and the sha the
+  caller expects), so that two URLs whose files share a name never share a download, nor
+  resume each other's `.part`."""
   name = os.path.basename(urllib.parse.urlparse(url).path) or "archive"
+  key = hashlib.sha256(f"{url}\n{(expected_sha256 or '').lower()}".encode("utf-8")).hexdigest()
+  return f"{key[:16]}-{name}"
+
+
+def download(url: str, out_dir: str, expected_sha256: Optional[str] = None) -> str:
+  """Fetches `url` into `out_dir`, resuming a `.part` that an interrupted run of the same URL
+  left (`download_name`)."""
+  name = download_name(url, expected_sha256)
   path = os.path.join(out_dir, name)
   if os.path.exists(path):
     return path
@@ -66,24 +85,114 @@ def download(url: str, out_dir: str) -> str:
   return path
 
 
-def extract(archive: str, out_dir: str) -> str:
-  """Unpacks a .tar(.gz|.bz2|.xz) or .zip into `out_dir`, whole or not at all."""
+@dataclasses.dataclass(frozen=True)
+class Limits:
+  """What an archive may unpack to: each member, and all of them together (a 427-byte
+  .tar.gz can hold a 50 GB file). A published FLCC archive's files are source files of at
+  most a few MB and the metadata beside them; its whole tree tens of GB."""
+  max_member_bytes: int = 1 << 30
+  max_extracted_bytes: int = 256 << 30
+
+
+def _member_path(archive: str, name: str) -> str:
+  """A member's name as a relative path inside the extraction folder, or ArchiveError: no
+  absolute name, no `..`, no NUL (tar and zip both store names as their writer gave them)."""
+  parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+  if name.startswith(("/", "\\")) or ".." in parts or "\0" in name or (
+      parts and len(parts[0]) == 2 and parts[0][1] == ":"):
+    raise ArchiveError(f"{archive}: member {name!r} would be written outside the extraction "
+                       "folder; refused")
+  return os.path.join(*parts) if parts else ""
+
+
+class _Budget:
+  """The bytes written so far against Limits, member by member."""
+
+  def __init__(self, archive: str, limits: Limits):
+    self.archive, self.limits, self.total = archive, limits, 0
+
+  def copy(self, source, destination: str, name: str) -> None:
+    """Streams one member to `destination` (a new file, mode 0644), counting every byte read,
+    not the size the archive declares (a zip's can lie)."""
+    written = 0
+    try:
+      out = open(destination, "xb")  # pylint: disable=consider-using-with
+    except FileExistsError:
+      raise ArchiveError(f"{self.archive}: member {name!r} is stored twice; refused") from None
+    with out:
+      for chunk in iter(lambda: source.read(_CHUNK), b""):
+        written += len(chunk)
+        self.total += len(chunk)
+        if written > self.limits.max_member_bytes:
+          raise ArchiveError(f"{self.archive}: member {name!r} unpacks to more than "
+                             f"{self.limits.max_member_bytes} bytes (--max_member_bytes)")
+        if self.total > self.limits.max_extracted_bytes:
+          raise ArchiveError(f"{self.archive}: unpacks to more than "
+                             f"{self.limits.max_extracted_bytes} bytes "
+                             "(--max_extracted_bytes)")
+        out.write(chunk)
+
+
+def _extract_tar(archive: str, partial: str, budget: _Budget) -> None:
+  """Regular files and folders only, each written by us from its bytes (tarfile's extract and
+  its filters are not used: their 2025 fixes, CVE-2025-4517 among them, came in 3.11.13)."""
+  with tarfile.open(archive) as t:
+    for member in tqdm(t, desc="extract", unit=" files", mininterval=1):
+      path = _member_path(archive, member.name)
+      if member.isdir():
+        os.makedirs(os.path.join(partial, path), exist_ok=True)
+        continue
+      if not member.isreg() or member.issparse():
+        kind = ("a symbolic link" if member.issym() else "a hard link" if member.islnk() else
+                "a device" if member.isdev() else "a sparse file" if member.issparse() else
+                "not a regular file")
+        raise ArchiveError(f"{archive}: member {member.name!r} is {kind}; an FLCC archive holds "
+                           "regular files and folders only")
+      if not path:
+        continue
+      os.makedirs(os.path.dirname(os.path.join(partial, path)), exist_ok=True)
+      budget.copy(t.extractfile(member), os.path.join(partial, path), member.name)
+
+
+def _extract_zip(archive: str, partial: str, budget: _Budget) -> None:
+  """As _extract_tar: regular files and folders, links refused (a zip from Unix records one
+  in the high bits of external_attr)."""
+  with zipfile.ZipFile(archive) as z:
+    for info in tqdm(z.infolist(), desc="extract", unit=" files", mininterval=1):
+      path = _member_path(archive, info.filename)
+      # Unix's st_mode, where the writer recorded one; its type bits may be left at 0
+      # (Python's writestr records permissions alone), which is a regular file.
+      kind = stat.S_IFMT(info.external_attr >> 16)
+      if info.is_dir():
+        os.makedirs(os.path.join(partial, path), exist_ok=True)
+        continue
+      if kind not in (0, stat.S_IFREG):
+        kind = "a symbolic link" if kind == stat.S_IFLNK else "not a regular file"
+        raise ArchiveError(f"{archive}: member {info.filename!r} is {kind}; an FLCC archive "
+                           "holds regular files and folders only")
+      if not path:
+        continue
+      os.makedirs(os.path.dirname(os.path.join(partial, path)), exist_ok=True)
+      with z.open(info) as source:
+        budget.copy(source, os.path.join(partial, path), info.filename)
+
+
+def extract(archive: str, out_dir: str, limits: Limits = Limits()) -> str:
+  """Unpacks a .tar(.gz|.bz2|.xz) or .zip into `out_dir`, whole or not at all: regular files
+  and folders inside it, within `limits`; anything else is refused in one line."""
   if os.path.isdir(out_dir):
     return out_dir
   try:
     with files.local_dir_written_whole(out_dir) as partial:
+      budget = _Budget(archive, limits)
       if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as z:
-          members = z.infolist()
-          for member in tqdm(members, desc="extract", unit=" files", mininterval=1):
-            z.extract(member, partial)
+        _extract_zip(archive, partial, budget)
       elif tarfile.is_tarfile(archive):
-        with tarfile.open(archive) as t:
-          for member in tqdm(t, desc="extract", unit=" files", mininterval=1):
-            t.extract(member, partial, filter="data")
+        _extract_tar(archive, partial, budget)
       else:
         raise ArchiveError(f"{archive}: not a tar or zip archive")
-  except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as e:
+  except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, zlib.error, RuntimeError,
+          NotImplementedError) as e:  # (zip: encrypted, or a compression it lacks)
     raise ArchiveError(f"{archive}: cannot extract ({e})") from None
   return out_dir
 
@@ -98,12 +207,12 @@ def find_flcc_root(extracted: str) -> str:
   raise ArchiveError(f"{extracted}: no FLCC v3 tree (v3/languages, v3/repositories) inside")
 
 
-def fetch(source: str, downloads: str,
-          expected_sha256: Optional[str] = None) -> Tuple[str, dict]:
+def fetch(source: str, downloads: str, expected_sha256: Optional[str] = None,
+          limits: Limits = Limits()) -> Tuple[str, dict]:
   """Local path or URL -> (FLCC tree root, provenance {archive, sha256}); the download and
   the extracted tree go to `downloads`, a local directory."""
   if _is_url(source):
-    path = download(source, downloads)
+    path = download(source, downloads, expected_sha256)
   elif not files.is_local(source):
     raise ArchiveError(f"{source}: an archive is read from local disk or an http(s) URL; "
                        "copy it here first (gsutil cp)")
@@ -114,5 +223,6 @@ def fetch(source: str, downloads: str,
   sha = sha256_of(path)
   if expected_sha256 and sha != expected_sha256.lower():
     raise ArchiveError(f"{path}: sha256 {sha} does not match the expected {expected_sha256}")
-  extracted = extract(path, os.path.join(downloads, f"{os.path.basename(path)}.{sha[:12]}"))
+  extracted = extract(path, os.path.join(downloads, f"{os.path.basename(path)}.{sha[:12]}"),
+                      limits)
   return find_flcc_root(extracted), {"archive": source, "sha256": sha}

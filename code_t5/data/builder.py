@@ -283,7 +283,8 @@ def _example(source: flcc.SourceFile, sha: str, language: str) -> dict:
 def fingerprint(flcc_dir: str, language: str, options: BuildOptions) -> dict:
   """What a dataset is made from: the tree's repositories (their names, not their bytes: a
   listing is cheap on 500 GB), the language, and the options that decide what is kept and
-  where it goes. Beam or not, --strict and the archive's path change none of it."""
+  where it goes, and an archive's sha-256 (another archive may hold the same names). Beam or
+  not, --strict and the archive's path change none of it."""
   names = "\n".join("/".join(r) for r in flcc.iter_repository_dirs(flcc.languages_root(flcc_dir)))
   repositories = names.count("\n") + 1 if names else 0
   return {
@@ -297,6 +298,7 @@ def fingerprint(flcc_dir: str, language: str, options: BuildOptions) -> dict:
       "split_method": flcc.split_method(repositories, options.ratios, options.holdout_prefixes),
       "near_duplicates": near_duplicates_key(options.near_duplicates),
       **_repositories_state(flcc_dir),
+      **({"archive_sha256": options.archive_sha256} if options.archive_sha256 else {}),
   }
 
 

@@ -27,6 +27,7 @@ import re
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from code_t5.data import near_duplicates
+from code_t5.data import received
 
 SPLITS = ("train", "validation", "test")
 # Shares of repositories (files, in a small tree) for each split, unless --ratios says otherwise.
@@ -59,15 +60,24 @@ BINARY = "binary"
 DUPLICATE = "duplicate"
 MISSING = "missing"
 UNREADABLE = "unreadable"
+# A stored "file" that is a symbolic link, FIFO or device: never followed nor read (a link's
+# target can be any file of the machine's, /dev/zero among them).
+NOT_REGULAR = "not a regular file"
 NEAR_DUPLICATE = near_duplicates.SKIP_REASON  # removed by near_duplicates.judge
 SKIP_REASONS = (EMPTY, GENERATED, LINES_LONG, TOO_LARGE, NOT_UTF8, BINARY, DUPLICATE,
-                MISSING, UNREADABLE, NEAR_DUPLICATE)
+                MISSING, UNREADABLE, NOT_REGULAR, NEAR_DUPLICATE)
 # Why a whole repository was skipped.
 BAD_PATHS_JSON = "bad paths.json"
 BAD_FILES_JSON = "bad files.json"
 BAD_METADATA = "bad METADATA"
 UNLISTABLE = "stored dir unlistable"
-REPOSITORY_SKIP_REASONS = (BAD_PATHS_JSON, BAD_FILES_JSON, BAD_METADATA, UNLISTABLE)
+# A repository's folder (its metadata's or a stored dir) that is a symbolic link, or lies
+# below one: the tree is read where it lies, never through a link to elsewhere.
+LINKED = "linked folder"
+REPOSITORY_SKIP_REASONS = (BAD_PATHS_JSON, BAD_FILES_JSON, BAD_METADATA, UNLISTABLE, LINKED)
+# paths.json, files.json and METADATA are read to this many bytes at the most (METADATA of a
+# repository of 100,000 commits is about 10 MB).
+MAX_METADATA_BYTES = 256 << 20
 
 _GENERATED_NAME = re.compile(
     r"(_pb2(_grpc)?\.py|\.pb\.go|\.min\.js|\.designer\.cs|_generated\.\w+|\.g\.dart)$")
@@ -235,12 +245,16 @@ def repositories_manifest(flcc_dir: str) -> Optional[dict]:
 
 def _read_text(path: str, reason: str) -> str:
   try:
-    with open(path, "rb") as f:
-      return f.read().decode("utf-8")
+    data = received.read_bounded(path, MAX_METADATA_BYTES)
+    if len(data) > MAX_METADATA_BYTES:
+      raise RepositoryError(reason, f"{path}: over {MAX_METADATA_BYTES} bytes")
+    return data.decode("utf-8")
   except FileNotFoundError:
     raise RepositoryError(reason, f"{path}: missing") from None
   except UnicodeDecodeError:
     raise RepositoryError(reason, f"{path}: not UTF-8") from None
+  except received.NotRegular as e:
+    raise RepositoryError(reason, f"{path}: {e.strerror}, not read") from None
   except OSError as e:
     raise RepositoryError(reason, f"{path}: unreadable ({e.strerror})") from None
 
@@ -251,6 +265,16 @@ def _load_json(path: str, reason: str):
     return json.loads(text)
   except ValueError as e:
     raise RepositoryError(reason, f"{path}: not valid JSON ({e})") from None
+  except RecursionError:
+    raise RepositoryError(reason, f"{path}: not valid JSON (nested too deeply)") from None
+
+
+def _check_not_linked(root: str, folder: str, real_root: str) -> None:
+  """`folder` (below `root`) is reached without a symbolic link: RepositoryError(LINKED)."""
+  relative = os.path.relpath(folder, root)
+  if os.path.realpath(folder) != os.path.join(real_root, relative):
+    raise RepositoryError(LINKED, f"{folder}: a symbolic link, or below one: the tree is read "
+                          "only where it lies")
 
 
 # A name-status line of `git log --name-status`: the status letter (with a similarity score
@@ -323,6 +347,8 @@ def list_repository_files(root: str, language: str,
   lang_dir, extensions = LANGUAGES[language]
   author, repo, init_hash = repo_dir.author, repo_dir.repo, repo_dir.init_hash
   meta_dir = os.path.join(root, "repositories", author, repo, init_hash)
+  real_root = os.path.realpath(root)
+  _check_not_linked(root, meta_dir, real_root)
   paths = _load_json(os.path.join(meta_dir, "paths.json"), BAD_PATHS_JSON)
   if not isinstance(paths, dict):
     raise RepositoryError(BAD_PATHS_JSON, f"{os.path.join(meta_dir, 'paths.json')}: "
@@ -337,6 +363,8 @@ def list_repository_files(root: str, language: str,
   for extension in extensions:
     stored_dir = os.path.join(root, "languages", lang_dir, extension, author, repo,
                               init_hash)
+    if os.path.lexists(stored_dir):
+      _check_not_linked(root, stored_dir, real_root)
     try:
       stored = set(os.listdir(stored_dir)) if os.path.lexists(stored_dir) else set()
     except OSError as e:
@@ -526,21 +554,26 @@ def inspect_file(source: SourceFile, filters: Filters, signed: bool = False
                  ) -> Tuple[Optional[str], str, int, object]:
   """(skip reason or None, sha-256, size, MinHash signature) of one stored file; duplicates
   are not judged here. The signature (near_duplicates.signature) is None unless `signed`
-  and the file is kept: it is made from the bytes read here, so a file is read once."""
+  and the file is kept: it is made from the bytes read here, so a file is read once, and
+  only to max_file_bytes + 1 (received.read_bounded): a larger one is TOO_LARGE unread."""
   try:
-    with open(source.stored_path, "rb") as f:
-      content = f.read()
+    content = received.read_bounded(source.stored_path, filters.max_file_bytes)
+  except received.NotRegular as e:
+    log.warning("%s: %s; not read", source.stored_path, e.strerror)
+    return NOT_REGULAR, "", 0, None
   except OSError as e:
     log.warning("%s: unreadable (%s)", source.stored_path, e.strerror or e)
     return UNREADABLE, "", 0, None
+  if len(content) > filters.max_file_bytes:
+    return TOO_LARGE, "", len(content), None
   reason = skip_reason(content, source.path, filters)
   signature = near_duplicates.signature(content) if signed and reason is None else None
   return reason, hashlib.sha256(content).hexdigest(), len(content), signature
 
 
 def read_text(source: SourceFile) -> str:
-  with open(source.stored_path, "rb") as f:
-    return f.read().decode("utf-8")
+  """A kept file's text (inspect_file read it once already: a regular file within bounds)."""
+  return received.read_bounded(source.stored_path, MAX_METADATA_BYTES).decode("utf-8")
 
 
 def canonical_language(name: str) -> str:
@@ -588,7 +621,7 @@ def repository_candidates(root: str, language: str, repo_dir: RepositoryDir,
   count("repos_processed", 1)
   for source in sources:
     reason, sha, size, signature = inspect_file(source, filters, signed)
-    if reason != UNREADABLE:
+    if reason not in (UNREADABLE, NOT_REGULAR):  # (not read)
       count("files_processed", 1)
     if reason is not None:
       count(f"skipped:{reason}", 1)

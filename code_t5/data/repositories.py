@@ -17,6 +17,12 @@ with a malformed repository. The tree is written whole and renamed into place, w
 manifest of each repository's state (its HEAD commit, or its files' sizes and times): a rerun
 on unchanged repositories reuses it, a change rewrites it.
 
+Every repository is data (`git_store`): git reads its objects from a scratch git dir of ours,
+never its config, hooks or remotes, so nothing it names runs; its git dir, object store and
+alternates must lie inside DIR with no link on the way; a blob over --max_file_bytes is left out
+by the size git lists, before it is read; a plain folder's files are read only where they are
+regular files, to a bound.
+
 git needs the checkouts on local disk: DIR is local (`gs://` is for data dirs, not here).
 """
 
@@ -35,6 +41,8 @@ from tqdm import tqdm
 
 from code_t5 import files as files_lib
 from code_t5.data import flcc
+from code_t5.data import git_store
+from code_t5.data import received
 from code_t5.data import tree_writer
 
 log = flcc.log
@@ -46,17 +54,22 @@ GIT_FAILED = "git failed"
 NO_COMMITS = "no commits"
 NO_SOURCE_FILES = "no source files"
 UNREADABLE_FOLDER = "unreadable folder"
+# Its git dir, object store or alternates lie outside DIR, or behind a link (git_store.Outside).
+REACHES_OUTSIDE = "reaches outside DIR"
 # A second copy of a stored repository: the same author/repo and first commit (`team/service`
 # beside its `git clone --bare`, `team/service.git`). The tree has one place for the two.
 STORED_ALREADY = "stored already"
-SKIP_REASONS = (GIT_FAILED, NO_COMMITS, NO_SOURCE_FILES, UNREADABLE_FOLDER, STORED_ALREADY)
+SKIP_REASONS = (GIT_FAILED, NO_COMMITS, NO_SOURCE_FILES, UNREADABLE_FOLDER, REACHES_OUTSIDE,
+                STORED_ALREADY)
 # Why an entry of a stored repository was not stored: a link to a source file (its target is
 # stored where it lies in the repository, if there), a submodule (a repository of its own:
-# put its checkout in DIR to store it), a file the folder's reader could not open.
+# put its checkout in DIR to store it), a file the folder's reader could not open or that is no
+# regular file (a FIFO, a device), a file over --max_file_bytes (left out by its size, unread).
 LINKS = "symbolic links"
 SUBMODULES = "submodules"
 UNREADABLE_FILES = "unreadable files"
-LEFT_OUT_REASONS = (LINKS, SUBMODULES, UNREADABLE_FILES)
+TOO_LARGE = "files over max_file_bytes"
+LEFT_OUT_REASONS = (LINKS, SUBMODULES, UNREADABLE_FILES, TOO_LARGE)
 
 
 class RepositoriesError(Exception):
@@ -73,11 +86,13 @@ class Skipped(Exception):
 
 class Found(NamedTuple):
   """A repository of DIR: its place under DIR (path parts), its folder, git or a plain one,
-  and for git whether the folder is the git dir itself (a bare repository)."""
+  for git whether the folder is the git dir itself (a bare repository), and DIR (`root`),
+  which nothing read of it may leave."""
   parts: Tuple[str, ...]
   path: str
   is_git: bool
   bare: bool = False
+  root: str = ""
 
   @property
   def author_and_repo(self) -> Tuple[str, str]:
@@ -88,7 +103,15 @@ class Found(NamedTuple):
 
   @property
   def git_dir(self) -> str:
-    return self.path if self.bare else os.path.join(self.path, ".git")
+    """The folder itself (bare), its `.git` folder, or the folder a `.git` file names."""
+    if self.bare:
+      return self.path
+    dot_git = os.path.join(self.path, ".git")
+    if os.path.isfile(dot_git) and not os.path.islink(dot_git):
+      text = (git_store.read_small(dot_git) or b"").decode("utf-8", "replace").strip()
+      if text.startswith("gitdir:"):
+        return os.path.normpath(os.path.join(self.path, text[len("gitdir:"):].strip()))
+    return dot_git
 
 
 def _is_bare(path: str) -> bool:
@@ -132,7 +155,7 @@ def _listed(path: str):
   return dirs, [e for e in entries if e.is_file(follow_symlinks=False)]
 
 
-def _scan(path: str, parts: Tuple[str, ...]) -> Tuple[str, List[Found]]:
+def _scan(path: str, parts: Tuple[str, ...], root: str) -> Tuple[str, List[Found]]:
   """What the folder at `path` is -- "git" (a repository), "folder" (a repository of its files)
   or "container" (a folder of repositories, like an owner's) -- and the repositories in it.
 
@@ -140,14 +163,14 @@ def _scan(path: str, parts: Tuple[str, ...]) -> Tuple[str, List[Found]]:
   So `team/` holding `service/.git` is a container, and a project with a vendored submodule
   deep inside (`pkg/tests/data/.git`) is one folder repository, not split in pieces."""
   if _is_git(path):
-    return "git", [Found(parts, path, True, _is_bare(path))]
+    return "git", [Found(parts, path, True, _is_bare(path), root)]
   dirs, loose = _listed(path)
   if any(_is_source(e.name) for e in loose):
-    return "folder", [Found(parts, path, False)]
-  inside = [_scan(e.path, parts + (e.name,)) for e in dirs]
+    return "folder", [Found(parts, path, False, root=root)]
+  inside = [_scan(e.path, parts + (e.name,), root) for e in dirs]
   if any(kind != "folder" for kind, _ in inside):
     return "container", [repo for _, repos in inside for repo in repos]
-  return "folder", [Found(parts, path, False)]
+  return "folder", [Found(parts, path, False, root=root)]
 
 
 def find(repos_dir: str) -> Tuple[List[Found], List[str]]:
@@ -158,41 +181,49 @@ def find(repos_dir: str) -> Tuple[List[Found], List[str]]:
     raise RepositoriesError(f"{repos_dir}: no such directory")
   if _is_git(repos_dir):
     return [Found((os.path.basename(os.path.abspath(repos_dir)),), repos_dir, True,
-                  _is_bare(repos_dir))], []
+                  _is_bare(repos_dir), repos_dir)], []
   dirs, loose = _listed(repos_dir)
-  found = [repo for e in dirs for repo in _scan(e.path, (e.name,))[1]]
+  found = [repo for e in dirs for repo in _scan(e.path, (e.name,), repos_dir)[1]]
   if not found:
     raise RepositoriesError(f"{repos_dir}: holds no repository: put each one's checkout (or a "
                             "folder of its files) in it")
   return found, [e.path for e in loose if _is_source(e.name)]
 
 
-def _run_git(repo: Found, *args: str, stdin: Optional[bytes] = None):
-  """git on `repo` alone: --git-dir stops git from looking above it (a broken `.git` inside
-  another checkout would otherwise read that one). Only the object store is read (HEAD's
-  tree and history), never a work tree, so a bare repository reads as its checkout does."""
-  work_tree = [] if repo.bare else [f"--work-tree={repo.path}"]
-  command = ["git", f"--git-dir={repo.git_dir}", *work_tree, "-c", "core.quotePath=false",
-             *args]
-  return subprocess.run(command, input=stdin, capture_output=True, check=False,
-                        env=dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C"))
+@contextlib.contextmanager
+def _store(repo: Found) -> Iterator[git_store.GitStore]:
+  """The repository's object store for git to read as data (git_store); what cannot be read
+  so is Skipped."""
+  try:
+    store = git_store.GitStore(repo.git_dir, repo.root or os.path.dirname(repo.path))
+  except git_store.Outside as e:
+    raise Skipped(REACHES_OUTSIDE, f"{repo.path}: {e}") from None
+  except git_store.GitStoreError as e:
+    raise Skipped(GIT_FAILED, f"{repo.path}: {e}") from None
+  try:
+    yield store
+  finally:
+    store.close()
 
 
-def _git(repo: Found, *args: str, stdin: Optional[bytes] = None) -> bytes:
-  proc = _run_git(repo, *args, stdin=stdin)
+def _git(repo: Found, store: git_store.GitStore, *args: str,
+         stdin: Optional[bytes] = None) -> bytes:
+  proc = store.run(list(args), stdin=stdin)
   if proc.returncode:
     lines = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["(no message)"]
     raise Skipped(GIT_FAILED, f"{repo.path}: git {args[0]} failed: {lines[-1]}")
   return proc.stdout
 
 
-def _head(repo: Found) -> str:
-  proc = _run_git(repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-  if proc.returncode and not proc.stderr.strip():  # --quiet: a HEAD that names no commit
-    raise Skipped(NO_COMMITS, f"{repo.path}: a git repository with no commit")
-  if proc.returncode:
-    return _git(repo, "rev-parse", "--verify", "HEAD^{commit}").decode()  # raises, with why
-  return proc.stdout.decode().strip()
+def _head(repo: Found, store: git_store.GitStore) -> str:
+  """HEAD's commit: resolved by git_store, checked to be a commit git can read."""
+  try:
+    head = store.head()
+  except git_store.NoCommit:
+    raise Skipped(NO_COMMITS, f"{repo.path}: a git repository with no commit") from None
+  except git_store.GitStoreError as e:
+    raise Skipped(GIT_FAILED, f"{repo.path}: {e}") from None
+  return _git(repo, store, "rev-parse", "--verify", f"{head}^{{commit}}").decode().strip()
 
 
 def _last_changed(commits) -> Dict[str, int]:
@@ -228,11 +259,12 @@ def _calls(entries: List[Tuple[str, str, int]]) -> Iterator[List[Tuple[str, str,
     yield run
 
 
-def _blobs(repo: Found, entries: List[Tuple[str, str, int]]) -> Iterator[Tuple[str, bytes]]:
+def _blobs(repo: Found, store: git_store.GitStore, entries: List[Tuple[str, str, int]]
+           ) -> Iterator[Tuple[str, bytes]]:
   """(path, content) of each (object id, path, size), read by `git cat-file --batch`, a few
   at a time (`_calls`)."""
   for chunk in _calls(entries):
-    out = _git(repo, "cat-file", "--batch",
+    out = _git(repo, store, "cat-file", "--batch",
                stdin="".join(f"{oid}\n" for oid, _, _ in chunk).encode("ascii"))
     offset = 0
     for oid, path, _ in chunk:
@@ -245,19 +277,38 @@ def _blobs(repo: Found, entries: List[Tuple[str, str, int]]) -> Iterator[Tuple[s
       offset = header_end + 1 + size + 1
 
 
-def read_git(repo: Found, left_out: Optional[collections.Counter] = None):
+def read_git(repo: Found, left_out: Optional[collections.Counter] = None,
+             max_file_bytes: int = flcc.Filters.max_file_bytes):
   """(init hash, METADATA, an iterator of (path, content, time)) of HEAD of a git repository,
   the contents read as the iterator is (git can still fail then: Skipped); what of HEAD is not
   stored is counted in `left_out` by reason (LEFT_OUT_REASONS)."""
   left_out = collections.Counter() if left_out is None else left_out
-  head = _head(repo)
-  roots = _git(repo, "rev-list", "--max-parents=0", head).decode().split()
-  metadata = _git(repo, *GIT_LOG_METADATA, head).decode("utf-8", "replace")
-  times = _last_changed(flcc.parse_metadata(metadata, repo.git_dir))
-  head_time = int(_git(repo, "log", "-1", "--pretty=%ct", head).decode().strip())
+  with contextlib.ExitStack() as opened:
+    store = opened.enter_context(_store(repo))
+    head = _head(repo, store)
+    roots = _git(repo, store, "rev-list", "--max-parents=0", head).decode().split()
+    metadata = _git(repo, store, *GIT_LOG_METADATA, head).decode("utf-8", "replace")
+    times = _last_changed(flcc.parse_metadata(metadata, repo.git_dir))
+    head_time = int(_git(repo, store, "log", "-1", "--pretty=%ct", head).decode().strip())
+    wanted = _head_files(repo, store, head, left_out, max_file_bytes)
+    # The store stays open until its blobs are read (or the iterator is dropped).
+    blobs = _blobs_closing(repo, opened.pop_all(), store, wanted)
+  stored = ((path, content, times.get(path, head_time))
+            for path, content in blobs)  # read as it is written
+  return roots[-1], metadata, stored
+
+
+def _blobs_closing(repo, opened, store, wanted):
+  with opened:
+    yield from _blobs(repo, store, wanted)
+
+
+def _head_files(repo: Found, store: git_store.GitStore, head: str,
+                left_out: collections.Counter, max_file_bytes: int) -> List[Tuple[str, str, int]]:
+  """(object id, path, size) of HEAD's source files to read; the rest counted by reason."""
   wanted = []
   # -l: each blob's size, so that a call reads a bounded number of bytes (`_calls`).
-  for line in _git(repo, "ls-tree", "-r", "-z", "-l", "--full-tree", head).split(b"\0"):
+  for line in _git(repo, store, "ls-tree", "-r", "-z", "-l", "--full-tree", head).split(b"\0"):
     if not line:
       continue
     meta, path = line.split(b"\t", 1)
@@ -270,12 +321,13 @@ def read_git(repo: Found, left_out: Optional[collections.Counter] = None):
       if kind == "blob" and mode in ("100644", "100755"):
         if not size.isdigit():  # "BAD": ls-tree found no such object
           raise Skipped(GIT_FAILED, f"{repo.path}: git ls-tree: {path} ({oid}) is missing")
-        wanted.append((oid, path, int(size)))
+        if int(size) > max_file_bytes:  # left out by its size: never read
+          left_out[TOO_LARGE] += 1
+        else:
+          wanted.append((oid, path, int(size)))
       elif mode == "120000":
         left_out[LINKS] += 1
-  stored = ((path, content, times.get(path, head_time))
-            for path, content in _blobs(repo, wanted))  # read as it is written
-  return roots[-1], metadata, stored
+  return wanted
 
 
 def _folder_files(repo: Found, left_out: Optional[collections.Counter] = None
@@ -300,11 +352,13 @@ def _folder_files(repo: Found, left_out: Optional[collections.Counter] = None
   return result
 
 
-def read_folder(repo: Found, left_out: Optional[collections.Counter] = None):
+def read_folder(repo: Found, left_out: Optional[collections.Counter] = None,
+                max_file_bytes: int = flcc.Filters.max_file_bytes):
   """(init hash, METADATA, an iterator of (path, content, time)) of a folder that is not a git
   repository: its files at their modification times, METADATA one commit adding them at the
-  newest; the contents read as the iterator is, as read_git's (a folder can hold gigabytes);
-  what is not stored is counted in `left_out` by reason."""
+  newest; the contents read as the iterator is, as read_git's (a folder can hold gigabytes),
+  each a regular file read to a bound (received.read_bounded); what is not stored is counted
+  in `left_out` by reason."""
   left_out = collections.Counter() if left_out is None else left_out
 
   def unreadable(full, error):
@@ -313,17 +367,24 @@ def read_folder(repo: Found, left_out: Optional[collections.Counter] = None):
   listed = []  # (path, full path, time): the times first, for METADATA's
   for path, full in _folder_files(repo, left_out):
     try:
-      listed.append((path, full, int(os.stat(full).st_mtime)))
+      status = os.stat(full, follow_symlinks=False)
     except OSError as e:
       unreadable(full, e)
+      continue
+    if status.st_size > max_file_bytes:  # left out by its size: never read
+      left_out[TOO_LARGE] += 1
+    else:
+      listed.append((path, full, int(status.st_mtime)))
 
   def contents():
     for path, full, time in listed:
       try:
-        with open(full, "rb") as f:
-          content = f.read()
+        content = received.read_bounded(full, max_file_bytes)
       except OSError as e:  # METADATA lists it, as git's lists files not stored
         unreadable(full, e)
+        continue
+      if len(content) > max_file_bytes:  # grown since it was listed
+        left_out[TOO_LARGE] += 1
         continue
       yield path, content, time
   newest = max((time for _, _, time in listed), default=0)
@@ -337,13 +398,14 @@ def state(repo: Found) -> str:
   modification times (a folder). A rerun compares these to reuse a written tree."""
   try:
     if repo.is_git:
-      return "git " + _head(repo)
+      with _store(repo) as store:
+        return "git " + store.head()
     listing = hashlib.sha256()
     for path, full in _folder_files(repo):
       stat = os.stat(full)
       listing.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode("utf-8", "replace"))
     return "folder " + listing.hexdigest()
-  except (Skipped, OSError):
+  except (Skipped, OSError, git_store.GitStoreError):
     return "unreadable"
 
 
@@ -370,18 +432,20 @@ def _removed_if_skipped(v3: str, author: str, repo: str, init_hash: str):
     raise
 
 
-def _manifest(repos_dir: str, found: List[Found], outside: List[str]) -> dict:
-  return {"repos_dir": os.path.abspath(repos_dir),
+def _manifest(repos_dir: str, found: List[Found], outside: List[str],
+              max_file_bytes: int) -> dict:
+  return {"repos_dir": os.path.abspath(repos_dir), "max_file_bytes": max_file_bytes,
           "repositories": {"/".join(repo.parts): state(repo) for repo in found},
           "outside_any_repository": len(outside)}
 
 
-def write_tree(repos_dir: str, out_dir: str) -> dict:
+def write_tree(repos_dir: str, out_dir: str,
+               max_file_bytes: int = flcc.Filters.max_file_bytes) -> dict:
   """Writes the FLCC tree of `repos_dir` to `out_dir` (whole, then renamed into place), or
-  reuses the one there if every repository is as it was. Returns the manifest, with what
-  was stored and skipped."""
+  reuses the one there if every repository is as it was. Files over `max_file_bytes` are left
+  out unread. Returns the manifest, with what was stored and skipped."""
   found, outside = find(repos_dir)
-  manifest = _manifest(repos_dir, found, outside)
+  manifest = _manifest(repos_dir, found, outside, max_file_bytes)
   existing = flcc.repositories_manifest(out_dir)
   if (existing and os.path.isdir(os.path.join(out_dir, "v3")) and
       {k: existing.get(k) for k in manifest} == manifest):
@@ -402,8 +466,8 @@ def write_tree(repos_dir: str, out_dir: str) -> dict:
       name = "/".join(repo.parts)
       repo_left_out = collections.Counter()  # counted only where the repository is stored
       try:
-        init_hash, metadata, stored = (read_git if repo.is_git else read_folder)(repo,
-                                                                                 repo_left_out)
+        init_hash, metadata, stored = (read_git if repo.is_git else read_folder)(
+            repo, repo_left_out, max_file_bytes)
         author, repo_name = repo.author_and_repo
         first_copy = stored_as.get((author, repo_name, init_hash))
         if first_copy is not None:

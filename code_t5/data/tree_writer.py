@@ -66,13 +66,20 @@ def write_repository(v3: str, author: str, repo: str, init_hash: str,
   meta_dir = repository_meta_dir(v3, author, repo, init_hash)
   os.makedirs(meta_dir, exist_ok=True)
   paths, counts = {}, {}
+  # (stem, ext, time) -> the next second to try for it: files of one name and time take the
+  # seconds after it in turn, without trying the taken ones again (8,000 such files took 7.7 s
+  # when each walked the run from its own time; 100,000 about 20 minutes).
+  next_free: Dict[Tuple[str, str, int], int] = {}
   for path, content, time in files:
     stem, ext = os.path.splitext(os.path.basename(path))
     file_language = EXTENSION_LANGUAGE.get(ext)
     if file_language is None or language not in (None, file_language):
       continue
+    key = (stem, ext, time)
+    time = next_free.get(key, time)
     while f"{stem}_{time}{ext}" in paths:
       time += 1
+    next_free[key] = time + 1
     stored = f"{stem}_{time}{ext}"
     paths[stored] = path
     lang_dir = flcc.LANGUAGES[file_language][0]

@@ -39,18 +39,53 @@ def _readable(value):
   return value
 
 
+# A record can carry a whole repository's files ("repository"): a line may be large, but not
+# without bound, nor the file (its records are held together, as infer decodes them).
+MAX_LINE_BYTES = 64 << 20
+MAX_FILE_BYTES = 1 << 30
+_CHUNK = 1 << 20
+
+
+def _lines(path):
+  """(line number, bytes) of `path`, each line read to MAX_LINE_BYTES and the file to
+  MAX_FILE_BYTES at the most (PrefixFileError past either): never a line held whole first."""
+  pending, number, total = b"", 1, 0
+  with tf.io.gfile.GFile(path, "rb") as f:
+    while True:
+      chunk = f.read(_CHUNK)
+      total += len(chunk)
+      if total > MAX_FILE_BYTES:
+        raise PrefixFileError(f"{path}: over {MAX_FILE_BYTES} bytes; split it")
+      pending += chunk
+      *whole, pending = pending.split(b"\n")
+      for line in whole:
+        yield number, line
+        number += 1
+      if len(pending) > MAX_LINE_BYTES:
+        raise PrefixFileError(f"{path}:{number}: a line of over {MAX_LINE_BYTES} bytes")
+      if not chunk:
+        break
+  if pending:
+    yield number, pending
+
+
 def read_json_lines(path):
   """[(line number, parsed record)] of `path`'s lines, blank lines skipped: the file is read
   once, whatever is taken from its records (`records_of`, `repositories_of`). A line that is
-  no JSON is kept as such, for the reader of its fields to name."""
+  no JSON (or JSON nested past Python's recursion limit) is kept as such, for the reader of its
+  fields to name; a line that is no UTF-8 is an error naming it."""
   parsed = []
-  with tf.io.gfile.GFile(path, "r") as f:
-    for number, line in enumerate(f, 1):
-      if line.strip():
-        try:
-          parsed.append((number, _readable(json.loads(line))))
-        except ValueError:
-          parsed.append((number, _NOT_JSON))
+  for number, raw in _lines(path):
+    try:
+      line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise PrefixFileError(f"{path}:{number}: not UTF-8 (byte {e.start + 1} of the line)") \
+          from None
+    if line.strip():
+      try:
+        parsed.append((number, _readable(json.loads(line))))
+      except (ValueError, RecursionError):
+        parsed.append((number, _NOT_JSON))
   return parsed
 
 
