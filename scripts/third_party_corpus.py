@@ -100,7 +100,7 @@ def git_repository(source_dir, repo_dir, staging_dir):
   if os.path.isdir(repo_dir):
     return
   shutil.rmtree(staging_dir, ignore_errors=True)
-  shutil.copytree(source_dir, staging_dir, symlinks=True)  # as tar unpacked them
+  shutil.copytree(source_dir, staging_dir, symlinks=True)  # (extract left the links out)
   env = dict(os.environ, GIT_AUTHOR_DATE=COMMIT_DATE, GIT_COMMITTER_DATE=COMMIT_DATE)
   for args in (["init", "-q"], ["add", "-A"], list(COMMIT)):
     subprocess.run(["git", "-C", staging_dir, *args], check=True, env=env,
@@ -112,14 +112,17 @@ def git_repository(source_dir, repo_dir, staging_dir):
 def fetch_release(index_url, name, version, sha256, out):
   """Downloads, checks and unpacks one release into `out`/repos as a git repository, named as
   its sdist names it (`python_dateutil` for python-dateutil)."""
-  path = archive.download(sdist_url(index_url, name, sha256), os.path.join(out, "sdist"))
+  url = sdist_url(index_url, name, sha256)
+  path = archive.download(url, os.path.join(out, "sdist"))
   found = archive.sha256_of(path)
   if found != sha256:
     raise archive.ArchiveError(f"{path}: sha256 {found} does not match the pinned {sha256}")
-  extracted = archive.extract(path, os.path.join(out, "extracted", f"{name}-{version}"))
+  # A release's links are left out (the FLCC reader leaves a stored link out as well).
+  extracted = archive.extract(path, os.path.join(out, "extracted", f"{name}-{version}"),
+                              skip_links=True)
   tops = os.listdir(extracted)  # an sdist holds one folder, <name>-<version>
   source = os.path.join(extracted, tops[0]) if len(tops) == 1 else extracted
-  repo = os.path.basename(path).rsplit("-", 1)[0]
+  repo = archive.url_file_name(url).rsplit("-", 1)[0]
   git_repository(source, os.path.join(out, "repos", repo), os.path.join(out, "staging", repo))
 
 

@@ -59,6 +59,10 @@ SUBSTITUTIONS = [
      "--gin_file=models/shared-prefix_lm_dev.gin --gin_file=models/tiny.gin"),
     ("GENTLE_INTRO.md", "FLCC_DIR=/path/to/flcc", "FLCC_DIR={flcc_tree}"),
     ("GENTLE_INTRO.md", "FLCC_ARCHIVE=/path/to/flcc-v3.tar.gz", "FLCC_ARCHIVE={archive}"),
+    # The archive build is the doc's other way to the dataset: the tree's build above made
+    # data/flcc/tfds, and an archive's dataset is another (its sha is in the fingerprint).
+    ("GENTLE_INTRO.md", '--archive="$FLCC_ARCHIVE" --data_dir=data/flcc/tfds --language=python\n',
+     f'--archive="$FLCC_ARCHIVE" --data_dir=data/flcc_archive/tfds --language=python {RATIOS}\n'),
     ("GENTLE_INTRO.md", "--data_dir=data/flcc/tfds --language=python\n",
      f"--data_dir=data/flcc/tfds --language=python {RATIOS}\n"),
     ("GENTLE_INTRO.md", "--vocab_size=32000", f"--vocab_size={TINY_VOCAB_SIZE}"),

@@ -30,7 +30,8 @@ import flcc_git
 from conftest import PYTHON, REPO_ROOT, run_data_cli, run_forked
 
 SECRET = b"SECRET_FROM_OUTSIDE_THE_INPUT"
-GOOD = b'"""A good module."""\n\ndef good(x):\n    return x + 1\n\n\ndef better(y):\n    return y * 2\n'
+GOOD = (b'"""A good module."""\n\ndef good(x):\n    return x + 1\n\n\n'
+        b'def better(y):\n    return y * 2\n')
 T0 = 1795370000
 
 
@@ -178,6 +179,26 @@ def alternates_outside(place):
   outside = _outside_repository(place)
   subprocess.run(["git", "clone", "-q", "--shared", outside, place.path("team", "shared")],
                  check=True)  # objects/info/alternates names the outside store
+  return _repos_build(place)
+
+
+def shallow_clone(place):
+  source = os.path.join(place.tmp, "source")
+  flcc_git.play_history(source, [{"old.py": _module("old")}, {"new.py": _module("new")}],
+                        first_time=T0)
+  subprocess.run(["git", "clone", "-q", "--depth=1", f"file://{source}",
+                  place.path("team", "shallow")], check=True, capture_output=True)
+  return _repos_build(place)
+
+
+def branch_linked_outside(place):
+  work = _repository(place, "team", "branch", content=_module("branch"))
+  head = os.path.join(place.outside, "head")
+  with open(head, "w") as f:
+    f.write(_git(work, "rev-parse", "HEAD"))
+  branch = os.path.join(work, ".git", "refs", "heads", "main")
+  os.remove(branch)
+  os.symlink(head, branch)
   return _repos_build(place)
 
 
@@ -375,6 +396,11 @@ ROWS = [
     Row("alternates naming an object store outside", alternates_outside,
         lambda p: f"{p.path('team', 'shared', '.git', 'objects', 'info', 'alternates')}: names "
                   f"{p.outside}/repo/.git/objects, outside {p.input}" + _SKIPPED),
+    Row("a shallow clone (read as its history is: the shallow list is data)", shallow_clone,
+        lambda p: "wrote the FLCC tree of", stored=b'"""A new module."""'),
+    Row("a branch that is a link to a file outside", branch_linked_outside,
+        lambda p: f"{p.path('team', 'branch', '.git', 'refs', 'heads', 'main')}: a symbolic "
+                  "link (git's files are read only where they lie)" + _SKIPPED),
     Row("a 48 MB git blob", big_git_blob,
         lambda p: "left out of the stored repositories: files over max_file_bytes 1",
         stored=b'"""A small module."""', peak=16 << 20),

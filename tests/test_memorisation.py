@@ -944,7 +944,8 @@ def test_the_line_search_reads_the_copy_cache(causal):
 
 
 @pytest.mark.slow
-def test_a_session_reads_the_repository_context_as_infer_does(session_exports, tmp_path):
+def test_a_session_reads_the_repository_context_as_infer_does(session_exports, tmp_path,
+                                                             monkeypatch):
   """Session.set_repository: a line that stands in another file of the repository is copied
   when its start is typed, and not without the repository; what the model reads is what infer
   gives the model for a record that carries the same files (the Task's rule)."""
@@ -988,6 +989,17 @@ def test_a_session_reads_the_repository_context_as_infer_does(session_exports, t
                                         f"pairs of strings; {named} "):
       session.set_repository(files)
   assert session.complete(prefixes[0]).text == rest  # the repository set before stays
+  # Bounded whatever the caller hands in: the first MAX_REPOSITORY_FILES files, the rest
+  # counted (from a generator too); no repository lets the cached windows go.
+  from code_t5_session import retrieval  # pylint: disable=g-import-not-at-top
+  from code_t5_session import session as session_lib  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(session_lib, "MAX_REPOSITORY_FILES", 2)
+  more = [(f"pkg/m{i}.py", "x = 1\n") for i in range(4)]
+  assert session.set_repository(iter([other] + more)) == 3
+  assert [path for path, _ in session._repository.files] == [other[0], "pkg/m0.py"]
+  assert retrieval.windows.cache_info().currsize > 0
+  assert session.set_repository(None) == 0
+  assert retrieval.windows.cache_info().currsize == 0
 
 
 @pytest.mark.slow

@@ -74,9 +74,9 @@ def test_a_10_mb_line_and_a_symlink_loop_are_named_and_counted(tmp_path):
   proc = run_data_cli("build", f"--flcc_dir={tmp_path}", f"--data_dir={tmp_path}/tfds",
                       "--ratios=1,0,0")
   warnings = [l for l in proc.stderr.splitlines() if ": WARNING: " in l]
-  assert len(warnings) == 1 and f"{loop}: unreadable" in warnings[0], proc.stderr
+  assert len(warnings) == 1 and f"{loop}: a symbolic link; not read" in warnings[0], proc.stderr
   assert reported(proc.stdout, "files_skipped: too large") == "1"
-  assert reported(proc.stdout, "files_skipped: unreadable") == "1"
+  assert reported(proc.stdout, "files_skipped: not a regular file") == "1"
   assert reported(proc.stdout, "train").startswith("files=1 ")
   assert "Unparseable argument" not in proc.stderr  # Beam left sys.argv alone
 

@@ -15,6 +15,7 @@ tarfile's fixes.
 
 import dataclasses
 import hashlib
+import logging
 import os
 import stat
 import tarfile
@@ -47,11 +48,16 @@ def sha256_of(path: str) -> str:
   return digest.hexdigest()
 
 
+def url_file_name(url: str) -> str:
+  """The name of the file a URL names (`flcc-v3.tar.gz`)."""
+  return os.path.basename(urllib.parse.urlparse(url).path) or "archive"
+
+
 def download_name(url: str, expected_sha256: Optional[str] = None) -> str:
   """The file a URL downloads to: its own name after a key of the whole URL (and the sha the
   caller expects), so that two URLs whose files share a name never share a download, nor
   resume each other's `.part`."""
-  name = os.path.basename(urllib.parse.urlparse(url).path) or "archive"
+  name = url_file_name(url)
   key = hashlib.sha256(f"{url}\n{(expected_sha256 or '').lower()}".encode("utf-8")).hexdigest()
   return f"{key[:16]}-{name}"
 
@@ -106,10 +112,21 @@ def _member_path(archive: str, name: str) -> str:
 
 
 class _Budget:
-  """The bytes written so far against Limits, member by member."""
+  """The bytes written so far against Limits, member by member; links left out, where the
+  caller leaves them out rather than refuse them."""
 
-  def __init__(self, archive: str, limits: Limits):
+  def __init__(self, archive: str, limits: Limits, skip_links: bool):
     self.archive, self.limits, self.total = archive, limits, 0
+    self.skip_links, self.links_skipped = skip_links, 0
+
+  def refused(self, name: str, kind: str, link: bool) -> None:
+    """A member that is no regular file or folder: left out and counted if it is a link and
+    links are left out, else refused in one line."""
+    if link and self.skip_links:
+      self.links_skipped += 1
+      return
+    raise ArchiveError(f"{self.archive}: member {name!r} is {kind}; an FLCC archive holds "
+                       "regular files and folders only")
 
   def copy(self, source, destination: str, name: str) -> None:
     """Streams one member to `destination` (a new file, mode 0644), counting every byte read,
@@ -146,8 +163,8 @@ def _extract_tar(archive: str, partial: str, budget: _Budget) -> None:
         kind = ("a symbolic link" if member.issym() else "a hard link" if member.islnk() else
                 "a device" if member.isdev() else "a sparse file" if member.issparse() else
                 "not a regular file")
-        raise ArchiveError(f"{archive}: member {member.name!r} is {kind}; an FLCC archive holds "
-                           "regular files and folders only")
+        budget.refused(member.name, kind, member.issym() or member.islnk())
+        continue
       if not path:
         continue
       os.makedirs(os.path.dirname(os.path.join(partial, path)), exist_ok=True)
@@ -167,9 +184,10 @@ def _extract_zip(archive: str, partial: str, budget: _Budget) -> None:
         os.makedirs(os.path.join(partial, path), exist_ok=True)
         continue
       if kind not in (0, stat.S_IFREG):
-        kind = "a symbolic link" if kind == stat.S_IFLNK else "not a regular file"
-        raise ArchiveError(f"{archive}: member {info.filename!r} is {kind}; an FLCC archive "
-                           "holds regular files and folders only")
+        budget.refused(info.filename,
+                       "a symbolic link" if kind == stat.S_IFLNK else "not a regular file",
+                       kind == stat.S_IFLNK)
+        continue
       if not path:
         continue
       os.makedirs(os.path.dirname(os.path.join(partial, path)), exist_ok=True)
@@ -177,20 +195,26 @@ def _extract_zip(archive: str, partial: str, budget: _Budget) -> None:
         budget.copy(source, os.path.join(partial, path), info.filename)
 
 
-def extract(archive: str, out_dir: str, limits: Limits = Limits()) -> str:
+def extract(archive: str, out_dir: str, limits: Limits = Limits(),
+            skip_links: bool = False) -> str:
   """Unpacks a .tar(.gz|.bz2|.xz) or .zip into `out_dir`, whole or not at all: regular files
-  and folders inside it, within `limits`; anything else is refused in one line."""
+  and folders inside it, within `limits`; anything else is refused in one line. With
+  `skip_links`, links (symbolic or hard) are left out and counted instead: what a release's
+  sdist may hold, which code_t5 would leave out of a tree anyway."""
   if os.path.isdir(out_dir):
     return out_dir
   try:
     with files.local_dir_written_whole(out_dir) as partial:
-      budget = _Budget(archive, limits)
+      budget = _Budget(archive, limits, skip_links)
       if zipfile.is_zipfile(archive):
         _extract_zip(archive, partial, budget)
       elif tarfile.is_tarfile(archive):
         _extract_tar(archive, partial, budget)
       else:
         raise ArchiveError(f"{archive}: not a tar or zip archive")
+      if budget.links_skipped:
+        logging.getLogger("code_t5.data").warning("%s: %d links left out", archive,
+                                                  budget.links_skipped)
   except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, zlib.error, RuntimeError,
           NotImplementedError) as e:  # (zip: encrypted, or a compression it lacks)
     raise ArchiveError(f"{archive}: cannot extract ({e})") from None

@@ -115,6 +115,8 @@ class GitStore:
       _no_links_below(folder, root)
     self._check_alternates(self.objects, 0)
     self._check_object_store()
+    # git reads the shallow list from its git dir: copied into ours (commit ids, a line each).
+    self._shallow = read_small(os.path.join(self.common_dir, "shallow"), LIST_FILE_BYTES)
     self._scratch = None
 
   def _check_alternates(self, objects: str, depth: int) -> None:
@@ -184,8 +186,7 @@ class GitStore:
     raise GitStoreError(f"{self.git_dir}: refs nested deeper than {SYMREF_DEPTH}")
 
   def _scratch_dir(self) -> str:
-    """Our own git dir for the calls: its config ours, the repository's `shallow` list copied
-    in (git reads it there; it is data, commit ids a line)."""
+    """Our own git dir for the calls: its config ours, the repository's shallow list in it."""
     if self._scratch is None:
       scratch = tempfile.mkdtemp(prefix="code_t5_git_")
       os.makedirs(os.path.join(scratch, "refs"))
@@ -194,10 +195,9 @@ class GitStore:
         f.write("ref: refs/heads/main\n")
       with open(os.path.join(scratch, "config"), "w") as f:
         f.write(_SCRATCH_CONFIG)
-      shallow = read_small(os.path.join(self.common_dir, "shallow"), LIST_FILE_BYTES)
-      if shallow:
+      if self._shallow:
         with open(os.path.join(scratch, "shallow"), "wb") as f:
-          f.write(shallow)
+          f.write(self._shallow)
       self._scratch = scratch
     return self._scratch
 

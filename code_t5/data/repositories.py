@@ -221,6 +221,8 @@ def _head(repo: Found, store: git_store.GitStore) -> str:
     head = store.head()
   except git_store.NoCommit:
     raise Skipped(NO_COMMITS, f"{repo.path}: a git repository with no commit") from None
+  except git_store.Outside as e:  # a ref that is a link
+    raise Skipped(REACHES_OUTSIDE, f"{repo.path}: {e}") from None
   except git_store.GitStoreError as e:
     raise Skipped(GIT_FAILED, f"{repo.path}: {e}") from None
   return _git(repo, store, "rev-parse", "--verify", f"{head}^{{commit}}").decode().strip()
