@@ -126,6 +126,15 @@ def longest_run_ends(sequence, before: int, min_length: int, max_length: int):
   return longest
 
 
+def decoded(processor, ids) -> str:
+  """The text of `ids` as seqio's SentencePieceVocabulary.decode gives it, which infer and the
+  SavedModel use: an id past the vocabulary's pieces (the model's embedding is padded to a
+  multiple of 128, and an undertrained model can choose a padding row) is read as UNK, where
+  sentencepiece alone raises."""
+  size, unk = processor.get_piece_size(), processor.unk_id()
+  return processor.decode([i if i < size else unk for i in ids])
+
+
 def next_token_counts(sequence, source_length: int, vocab_size: int, order: int,
                       max_order: int):
   """float32 [vocab_size]: how often each token among the first `source_length` of

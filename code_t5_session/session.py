@@ -279,7 +279,7 @@ class Session:
         break
       if len(written) < self.steps:
         logits = self.model.logits_after(inputs + written, draft)
-    text = self.processor.decode([t for t in written if t != eos])
+    text = decoding.decoded(self.processor, [t for t in written if t != eos])
     if typed_text:
       text = text[len(typed_text):] if text.startswith(typed_text) else ""
     return Suggestion(text.split("\n")[0], log_prob, True, self.model.read_count - read_before,

@@ -13,7 +13,6 @@ git itself, as the repository asks, would run the program (the trap is real).
 """
 
 import dataclasses
-import json
 import os
 import stat
 import subprocess
@@ -27,7 +26,7 @@ from code_t5.data import tree_writer
 from code_t5.modes import json_lines
 from code_t5_session import lines
 import flcc_git
-from conftest import PYTHON, REPO_ROOT, run_data_cli, run_forked
+from conftest import PYTHON, run_data_cli, run_forked
 
 SECRET = b"SECRET_FROM_OUTSIDE_THE_INPUT"
 GOOD = (b'"""A good module."""\n\ndef good(x):\n    return x + 1\n\n\n'
@@ -179,6 +178,27 @@ def alternates_outside(place):
   outside = _outside_repository(place)
   subprocess.run(["git", "clone", "-q", "--shared", outside, place.path("team", "shared")],
                  check=True)  # objects/info/alternates names the outside store
+  return _repos_build(place)
+
+
+def _shared_clone(place):
+  """`team/shared`, cloned with --shared from `team/base` beside it: its objects/info/alternates
+  names base's object store, inside the folder."""
+  base = _repository(place, "team", "base", content=_module("based"))
+  subprocess.run(["git", "clone", "-q", "--shared", base, place.path("team", "shared")],
+                 check=True)
+  return base
+
+
+def alternates_inside(place):
+  _shared_clone(place)
+  return _repos_build(place)
+
+
+def alternate_store_with_a_link(place):
+  base = _shared_clone(place)
+  os.symlink(os.path.join(place.outside, "secret.py"),
+             os.path.join(base, ".git", "objects", "pack", "pack-0.pack"))
   return _repos_build(place)
 
 
@@ -396,6 +416,12 @@ ROWS = [
     Row("alternates naming an object store outside", alternates_outside,
         lambda p: f"{p.path('team', 'shared', '.git', 'objects', 'info', 'alternates')}: names "
                   f"{p.outside}/repo/.git/objects, outside {p.input}" + _SKIPPED),
+    Row("a shared clone whose alternates lie inside the folder", alternates_inside,
+        lambda p: "wrote the FLCC tree of", stored=b'"""A based module."""'),
+    Row("a link in the object store an alternate names", alternate_store_with_a_link,
+        lambda p: f"{p.path('team', 'shared')}: "
+                  f"{p.path('team', 'base', '.git', 'objects', 'pack', 'pack-0.pack')}: "
+                  "a symbolic link in the object store" + _SKIPPED),
     Row("a shallow clone (read as its history is: the shallow list is data)", shallow_clone,
         lambda p: "wrote the FLCC tree of", stored=b'"""A new module."""'),
     Row("a branch that is a link to a file outside", branch_linked_outside,

@@ -162,3 +162,20 @@ def test_a_call_reads_fewer_tokens_where_their_attention_scores_would_pass_the_b
   assert model.read_chunk(layers, heads, positions) == chunk
   if chunk > 1:
     assert layers * heads * chunk * positions * 4 <= model.SCORES_BYTES
+
+
+def test_ids_past_the_vocabulary_decode_as_seqios_decode_them(processor, tmp_path):
+  """The model's embedding is padded past the vocabulary's pieces (to a multiple of 128), and
+  an undertrained model can choose a padding row: infer and the SavedModel read it as UNK
+  (seqio's SentencePieceVocabulary.decode), and so does a session, where sentencepiece alone
+  raises (a CI run with TensorFlow's oneDNN ops on trained such a model)."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "spm.model"
+  path.write_bytes(processor.serialized_model_proto())
+  vocabulary = seqio.SentencePieceVocabulary(str(path))
+  size = processor.get_piece_size()
+  ids = processor.encode("def f(x):\n    return x") + [size, size + 7] + processor.encode(" y")
+  with pytest.raises(IndexError):
+    processor.decode(ids)
+  assert decoding.decoded(processor, ids) == vocabulary.decode(ids)
+  assert decoding.decoded(processor, ids[:3]) == processor.decode(ids[:3])

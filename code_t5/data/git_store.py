@@ -65,7 +65,7 @@ def _inside(path: str, root: str) -> bool:
 def _no_links_below(path: str, root: str) -> None:
   """Every folder from `root` down to `path`, and `path` itself, is no symbolic link."""
   relative = os.path.relpath(path, root)
-  if relative.startswith(os.pardir):
+  if relative == os.pardir or relative.startswith(os.pardir + os.sep):
     raise Outside(f"{path}: outside {root}")
   current = root
   for part in [] if relative == os.curdir else relative.split(os.sep):
@@ -113,8 +113,8 @@ class GitStore:
       if not _inside(folder, root):
         raise Outside(f"{git_dir}: its object store {folder} lies outside {root}")
       _no_links_below(folder, root)
+    self._check_object_store(self.objects)
     self._check_alternates(self.objects, 0)
-    self._check_object_store()
     # git reads the shallow list from its git dir: copied into ours (commit ids, a line each).
     self._shallow = read_small(os.path.join(self.common_dir, "shallow"), LIST_FILE_BYTES)
     self._scratch = None
@@ -136,12 +136,14 @@ class GitStore:
       if not _inside(other, self.root):
         raise Outside(f"{path}: names {line}, outside {self.root}")
       _no_links_below(other, self.root)
+      self._check_object_store(other)
       self._check_alternates(other, depth + 1)
 
-  def _check_object_store(self) -> None:
-    """No link anywhere in the object store (a pack or loose object linked to another
+  @staticmethod
+  def _check_object_store(objects: str) -> None:
+    """No link anywhere in an object store (a pack or loose object linked to another
     repository's, or to /dev/zero): listed, not read."""
-    folders = [self.objects]
+    folders = [objects]
     while folders:
       try:
         entries = list(os.scandir(folders.pop()))

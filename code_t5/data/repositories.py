@@ -34,7 +34,6 @@ import itertools
 import json
 import os
 import shutil
-import subprocess
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from tqdm import tqdm
