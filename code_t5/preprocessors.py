@@ -259,7 +259,7 @@ def window_stride(tokens=1):
   typed, and a served session (code_t5_session) must then read the whole window again, since
   the keys and values of every token after the window's start change with it. With 128, it
   moves once per 128 tokens typed, and the dev model's window (544 tokens,
-  models/causal_lm_dev.gin) holds 416 to 544 (BENCHMARKS.md, "A window that moves once per
+  models/causal_lm_dev.gin) holds 416 to 544 (docs/BENCHMARK_LOG.md, "A window that moves once per
   128 tokens"). Training keeps 1 (only a decoding's files include decoding_lengths.gin): a
   stride would only shorten its full-line examples.
   """

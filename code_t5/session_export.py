@@ -213,7 +213,7 @@ def export(model_dir: str, export_dir: str, checkpoint_step: int = -1, int8: boo
       # Weights in 7 bits (reduce_range): without VNNI (AVX2 alone, the slow class) the
       # u8 x s8 kernels add pairs of products in int16, which 8-bit weights can saturate. On
       # a Zen 3 the dev model's logits were 3.3% of their spread off float32's at the median
-      # with 8 bits, 0.8% with 7 (BENCHMARKS.md, "Serving on the slow class").
+      # with 8 bits, 0.8% with 7 (docs/BENCHMARK_LOG.md, "Serving on the slow class").
       quantize_dynamic(float_path, os.path.join(tmp, "model.int8.onnx"),
                        weight_type=QuantType.QInt8, per_channel=True, reduce_range=True,
                        nodes_to_quantize=session_graph.weight_matmuls(model),

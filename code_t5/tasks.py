@@ -159,7 +159,7 @@ def mixture_rate(task: seqio.Task, full_line=1.0, prefix_lm=1.0, lm=4.0) -> floa
   word, or after a line's indentation, ends the code in a token that never ends that text in
   the file's own tokenization, and a model trained on files alone does not know what follows
   it (the memorisation test's causal model missed 4 of 13 such lines without them). A third
-  of the rows full-line (`lm = 2`) scored lower at 12.8M positions and copied less (BENCHMARKS.md,
+  of the rows full-line (`lm = 2`) scored lower at 12.8M positions and copied less (docs/BENCHMARK_LOG.md,
   "A third of the rows full-line examples").
   """
   name = task.name[:-len(SHARED_SUFFIX)] if task.name.endswith(SHARED_SUFFIX) else task.name

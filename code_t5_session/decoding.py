@@ -154,7 +154,7 @@ def draft(sequence, length: int, stop_ids, min_match: int = 2, max_match: int = 
   end: decoding stops there). Prompt lookup: code repeats its own runs of tokens, and a
   guess costs only its check (`CachedModel.logits_after`'s `draft`). [] for no such run.
   A run of one token guessed wrong so often that its checks cost more than they saved; 2 to 4
-  were level (BENCHMARKS.md, "Drafts checked in one call")."""
+  were level (docs/BENCHMARK_LOG.md, "Drafts checked in one call")."""
   sequence = np.asarray(sequence, np.int64)
   if len(sequence) < 2 or length < 1:
     return []

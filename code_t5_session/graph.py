@@ -159,7 +159,7 @@ def build(arch: Architecture, weights: dict, bias_by_distance: np.ndarray, posit
   # One bias per table (a shared table's serves every layer), gathered by rows: a distance's
   # biases of all heads are one row of the table transposed, [D + 1, heads]. Gathered one
   # float at a time ([heads, D + 1] along its distances), the dev model's Gathers took 8.5 ms
-  # of a window's 48 in onnxruntime's profile (BENCHMARKS.md, "The position bias gathered by
+  # of a window's 48 in onnxruntime's profile (docs/BENCHMARK_LOG.md, "The position bias gathered by
   # rows"). Each table apart, as before: gathered all at once, the base model's float32
   # process peaked at 527-542 MB, against 480-486.
   biases = [node("Add", [node("Transpose", [node("Gather", [

@@ -19,7 +19,7 @@ import editdistance
 import numpy as np
 
 # The consensus's evidence: copy-line's share, copy-next's, and the temperature of the
-# model's lines (BENCHMARKS.md, "The consensus line" and "Copy-next from the nearest like
+# model's lines (docs/BENCHMARK_LOG.md, "The consensus line" and "Copy-next from the nearest like
 # place", for how they were chosen).
 COPY_WEIGHT = 0.3
 NEXT_WEIGHT = 0.4
@@ -33,7 +33,7 @@ MAX_LINES = 4096
 # candidates too), and copy-next computes at most MAX_COMPARISONS edit distances, nearest
 # places first. An edit distance costs its two lengths' product: 4,096
 # alike lines of 1,000 characters took 13 s a suggestion, of 4,000 186 s. The worst case now:
-# BENCHMARKS.md, "Hostile input" (scripts/bench_hostile.py).
+# docs/BENCHMARK_LOG.md, "Hostile input" (scripts/bench_hostile.py).
 MAX_LINE_CHARS = 200
 MAX_COMPARISONS = 4096
 
@@ -94,9 +94,9 @@ def copy_next_line(prefix: str, context_lines: int = CONTEXT_LINES,
   Why two lines and 0.5 (where before #60's analogues it was one line, the same): on the
   validation split this copy, else copy-line, scores 30.4 edit similarity against copy-line's
   24.7 (one line, the same: 27.8), most of it at the line's start, where most lines that
-  repeat stand (BENCHMARKS.md, "Copy-next from the nearest like place"). Why the depth:
+  repeat stand (docs/BENCHMARK_LOG.md, "Copy-next from the nearest like place"). Why the depth:
   `else:` after a block copied from a place one level deeper came 4 spaces too far right
-  (BENCHMARKS.md, "Copy-next at the cursor's depth")."""
+  (docs/BENCHMARK_LOG.md, "Copy-next at the cursor's depth")."""
   *earlier, typed = prefix.split("\n")
   # The file's start reads as blank lines, so that its first lines are a place too.
   earlier = [""] * (context_lines - 1) + [line.rstrip("\r") for line in earlier[-max_lines:]]

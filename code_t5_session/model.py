@@ -26,7 +26,7 @@ import numpy as np
 CHUNK = 128
 # Fewer where a call's attention scores, layers x heads x tokens x positions floats, would
 # pass this: the base model then reads 64 at a time (its float32 process's peak 494 MB against
-# 514 at 128, a window's read 3-5% slower; BENCHMARKS.md, "Serving at editor speed"), the dev
+# 514 at 128, a window's read 3-5% slower; docs/BENCHMARK_LOG.md, "Serving at editor speed"), the dev
 # model 128.
 SCORES_BYTES = 24 << 20
 # The windows' states kept: as many as fit in this many bytes of keys and values, at most

@@ -20,7 +20,7 @@ With `Session(export_dir, consensus=True)` the suggestion is the consensus line
 (`code_t5_session/lines.py`, the rule of the eval's `consensus.gin`) of that greedy line and
 two copies from the prefix, copy-line's and copy-next's: on held-out code it led the greedy
 line by 3.7 to 4.9 points of edit similarity, for the cost of the two copies' scans
-(BENCHMARKS.md, "The consensus line in a session").
+(docs/BENCHMARK_LOG.md, "The consensus line in a session").
 """
 
 import dataclasses

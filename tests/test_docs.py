@@ -188,36 +188,6 @@ def _section(path, heading):
     return f.read().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
 
 
-FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
-
-
-def test_the_figures_readme_quotes_are_benchmarks_current_ones():
-  """Every number in README's "What to expect" table stands in BENCHMARKS' "The current
-  defaults" table, on the row of the same claim (the rows are in the same order)."""
-  readme = [line for line in _section("README.md", "What to expect").splitlines()
-            if line.startswith("| ")][2:]
-  benchmarks = [line for line in _section("BENCHMARKS.md", "The current defaults").splitlines()
-                if line.startswith("| ")][2:]
-  assert len(readme) == len(benchmarks) == 6
-  for quoted, measured in zip(readme, benchmarks):
-    figures = FIGURE.findall(quoted.split(" | ")[-1])
-    assert figures and set(figures) <= set(FIGURE.findall(measured.split(" | ")[1])), (
-        quoted, measured)
-
-
-def test_benchmarks_list_names_every_section_in_order():
-  """BENCHMARKS.md's "Every benchmark, and what was tried" list links each of its `###`
-  sections, in their order (sections added without a line there went unlisted twice)."""
-  with open(os.path.join(REPO_ROOT, "BENCHMARKS.md"), encoding="utf-8") as f:
-    text = f.read()
-  listed = re.findall(r"^\* \[(.+?)\]\(#([^)]+)\)$",
-                      _section("BENCHMARKS.md", "Every benchmark, and what was tried"), flags=re.M)
-  sections = re.findall(r"^### (.+)$", text, flags=re.M)
-  assert [title for title, _ in listed] == sections
-  for title, anchor in listed:  # GitHub's anchor: lower case, punctuation dropped, - for space
-    assert anchor == re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-"), (title, anchor)
-
-
 def test_the_bad_input_table_is_the_tests_rows():
   """CONTRIBUTING.md's "Bad input" table lists tests/test_bad_input.py's rows, in order, each
   with the line its test expects."""

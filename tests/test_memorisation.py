@@ -458,7 +458,7 @@ def test_infer_writes_the_consensus_of_the_line_search_and_copy_line(memorise_da
   earlier place most like the two lines before the cursor, and in these small files of alike
   lines that is often a line of another function (a CI run chose `with open(path, newline="")
   as handle:` for 2 of the 13 lines, 0.88 edit similarity in all), where a memorising model's
-  line is right. On held-out code it gained 2.3-2.7 points (BENCHMARKS.md, "Copy-next from the
+  line is right. On held-out code it gained 2.3-2.7 points (docs/BENCHMARK_LOG.md, "Copy-next from the
   nearest like place")."""
   examples = memorise_data[2]
   _, held = _assert_infer_chose_as(consensus.consensus_line, examples, causal, "consensus",

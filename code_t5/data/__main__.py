@@ -131,8 +131,8 @@ def _repositories_tree(repos_dir: str, tree_dir: str, max_file_bytes: int) -> st
 
 def default_workers(options) -> int:
   """--workers unless given: a signature costs a file about 5 times its read and filters
-  (BENCHMARKS.md, "Near-duplicates"), so then the plan is spread over the CPUs; else one
-  process, as reads alone did not pay for a second (BENCHMARKS.md, "Building the dataset")."""
+  (docs/BENCHMARK_LOG.md, "Near-duplicates"), so then the plan is spread over the CPUs; else one
+  process, as reads alone did not pay for a second (docs/BENCHMARK_LOG.md, "Build")."""
   return min(os.cpu_count() or 1, 4) if options.near_duplicates.on else 1
 
 

@@ -13,7 +13,7 @@ what the user will type: copy-line's weighted by `copy_weight`, copy-next's by
 (`metrics.line_similarity`) to that evidence is highest; that expectation is its confidence.
 
 Why: the model's greedy line and copy-line's are each the better one on about half of the
-examples (BENCHMARKS.md, "The consensus line", for what it gains).
+examples (docs/BENCHMARK_LOG.md, "The consensus line", for what it gains).
 
 The rule is `code_t5_session/lines.py: consensus_line`, which an editor's
 `Session(consensus=True)` runs on its greedy line; here gin configures it.
@@ -64,7 +64,7 @@ def model_consensus_line(prefix: str, completions: Sequence[str], scores: Sequen
 
   Why 4: on the validation split it scored 27.65 edit similarity at 4 against 26.77 at 2 and
   27.25 at 8 on the 12.8M model with a bias per layer, and 26.15 against 25.28 and 26.67 on
-  the defaults' (BENCHMARKS.md, "The model's consensus"); at 1000 (all lines alike) 26.34.
+  the defaults' (docs/BENCHMARK_LOG.md, "The model's consensus"); at 1000 (all lines alike) 26.34.
   """
   return consensus_line(prefix, completions, scores, copy_weight=0.0, next_weight=0.0,
                         temperature=temperature)

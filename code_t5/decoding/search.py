@@ -455,7 +455,7 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
       # pieces for 8 beams). The layout also gathers the beams' states by one
       # [rows x beams]^2 matrix per processor, which pays on a TPU's matrix units and costs
       # `rows` times the [beams]^2 gather elsewhere: with one processor (CPU, one GPU) no
-      # layout is given (BENCHMARKS.md, "The line search, exact and read once").
+      # layout is given (docs/BENCHMARK_LOG.md, "The line search, exact and read once").
       num_prefilter=None,
       mesh_shape=model.mesh_shape if processors > 1 else None,
       layout=model.layout if processors > 1 else None)
