@@ -269,10 +269,9 @@ def _load_json(path: str, reason: str):
     raise RepositoryError(reason, f"{path}: not valid JSON (nested too deeply)") from None
 
 
-def _check_not_linked(root: str, folder: str, real_root: str) -> None:
+def _check_not_linked(root: str, folder: str) -> None:
   """`folder` (below `root`) is reached without a symbolic link: RepositoryError(LINKED)."""
-  relative = os.path.relpath(folder, root)
-  if os.path.realpath(folder) != os.path.join(real_root, relative):
+  if received.first_link(folder, root) is not None:
     raise RepositoryError(LINKED, f"{folder}: a symbolic link, or below one: the tree is read "
                           "only where it lies")
 
@@ -347,8 +346,7 @@ def list_repository_files(root: str, language: str,
   lang_dir, extensions = LANGUAGES[language]
   author, repo, init_hash = repo_dir.author, repo_dir.repo, repo_dir.init_hash
   meta_dir = os.path.join(root, "repositories", author, repo, init_hash)
-  real_root = os.path.realpath(root)
-  _check_not_linked(root, meta_dir, real_root)
+  _check_not_linked(root, meta_dir)
   paths = _load_json(os.path.join(meta_dir, "paths.json"), BAD_PATHS_JSON)
   if not isinstance(paths, dict):
     raise RepositoryError(BAD_PATHS_JSON, f"{os.path.join(meta_dir, 'paths.json')}: "
@@ -364,7 +362,7 @@ def list_repository_files(root: str, language: str,
     stored_dir = os.path.join(root, "languages", lang_dir, extension, author, repo,
                               init_hash)
     if os.path.lexists(stored_dir):
-      _check_not_linked(root, stored_dir, real_root)
+      _check_not_linked(root, stored_dir)
     try:
       stored = set(os.listdir(stored_dir)) if os.path.lexists(stored_dir) else set()
     except OSError as e:

@@ -67,11 +67,9 @@ def _no_links_below(path: str, root: str) -> None:
   relative = os.path.relpath(path, root)
   if relative == os.pardir or relative.startswith(os.pardir + os.sep):
     raise Outside(f"{path}: outside {root}")
-  current = root
-  for part in [] if relative == os.curdir else relative.split(os.sep):
-    current = os.path.join(current, part)
-    if os.path.islink(current):
-      raise Outside(f"{current}: a symbolic link (git's files are read only where they lie)")
+  link = received.first_link(path, root)
+  if link is not None:
+    raise Outside(f"{link}: a symbolic link (git's files are read only where they lie)")
 
 
 def read_small(path: str, limit: int = SMALL_FILE_BYTES) -> Optional[bytes]:

@@ -4,10 +4,12 @@ One rule for every read of received content (an FLCC tree's stored files and met
 folder's files, the small files of a git dir): a symbolic link is not followed (its target may
 be anywhere, /dev/zero among them), a FIFO or a device is refused without waiting on it, and at
 most `limit + 1` bytes are read, so that "too large" is known without holding the whole file.
+A folder of it is reached from the folder it was handed in by no link either (`first_link`).
 """
 
 import os
 import stat
+from typing import Optional
 
 
 _CHUNK = 1 << 20
@@ -43,3 +45,15 @@ def read_bounded(path: str, limit: int) -> bytes:
       chunks.append(chunk)
       size += len(chunk)
     return b"".join(chunks)
+
+
+def first_link(path: str, root: str) -> Optional[str]:
+  """The first symbolic link on the way from `root` down to `path` (`path` included, `root`
+  not), or None where there is none. `path` lies below `root`, or is it."""
+  relative = os.path.relpath(path, root)
+  current = root
+  for part in [] if relative == os.curdir else relative.split(os.sep):
+    current = os.path.join(current, part)
+    if os.path.islink(current):
+      return current
+  return None
