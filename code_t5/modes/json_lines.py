@@ -48,25 +48,30 @@ _CHUNK = 1 << 20
 
 def _lines(path):
   """(line number, bytes) of `path`, each line read to MAX_LINE_BYTES and the file to
-  MAX_FILE_BYTES at the most (PrefixFileError past either): never a line held whole first."""
-  pending, number, total = b"", 1, 0
+  MAX_FILE_BYTES at the most (PrefixFileError past either): never a line held whole first. Each
+  chunk is split once: the line still open is kept in pieces, joined when it ends."""
+  pending, pending_bytes, number, total = [], 0, 1, 0  # the open line's pieces
   with tf.io.gfile.GFile(path, "rb") as f:
     while True:
       chunk = f.read(_CHUNK)
       total += len(chunk)
       if total > MAX_FILE_BYTES:
         raise PrefixFileError(f"{path}: over {MAX_FILE_BYTES} bytes; split it")
-      pending += chunk
-      *whole, pending = pending.split(b"\n")
+      *whole, rest = chunk.split(b"\n")
+      if whole:
+        whole[0] = b"".join(pending + [whole[0]])
+        pending, pending_bytes = [], 0
       for line in whole:
         yield number, line
         number += 1
-      if len(pending) > MAX_LINE_BYTES:
+      pending.append(rest)
+      pending_bytes += len(rest)
+      if pending_bytes > MAX_LINE_BYTES:
         raise PrefixFileError(f"{path}:{number}: a line of over {MAX_LINE_BYTES} bytes")
       if not chunk:
         break
-  if pending:
-    yield number, pending
+  if pending_bytes:
+    yield number, b"".join(pending)
 
 
 def read_json_lines(path):
