@@ -30,6 +30,7 @@ from code_t5 import metrics as metrics_lib
 from code_t5 import run_records
 from code_t5 import summaries
 from conftest import FIXTURE_RATIOS, REPO_ROOT, TINY_VOCAB_SIZE
+from test_pages import read_page, section, table_rows
 
 DOCS = ("README.md", "CONTRIBUTING.md", "GENTLE_INTRO.md")
 # CONTRIBUTING's worked examples read README's dev dataset: they run after README's blocks, in
@@ -175,25 +176,17 @@ def test_every_function_the_docs_name_exists_where_they_say(doc):
 
 def _layers():
   """CONTRIBUTING.md's layer table: module (as `code_t5/<path>`) -> layer."""
-  with open(os.path.join(REPO_ROOT, "CONTRIBUTING.md"), encoding="utf-8") as f:
-    text = f.read()
-  rows = re.findall(r"^\| (\d) \| (.+) \|$", text.split("## Layers", 1)[1].split("\n## ")[0],
+  rows = re.findall(r"^\| (\d) \| (.+) \|$", section(read_page("CONTRIBUTING.md"), "Layers"),
                     flags=re.M)
   return {f"code_t5/{name}.py": int(layer)
           for layer, names in rows for name in re.findall(r"`([\w/]+)`", names)}
-
-
-def _section(path, heading):
-  with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
-    return f.read().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def test_the_bad_input_table_is_the_tests_rows():
   """CONTRIBUTING.md's "Bad input" table lists tests/test_bad_input.py's rows, in order, each
   with the line its test expects."""
   import test_bad_input  # pylint: disable=g-import-not-at-top
-  table = [line for line in _section("CONTRIBUTING.md", "Bad input").splitlines()
-           if line.startswith("| ")][2:]
+  table = table_rows(section(read_page("CONTRIBUTING.md"), "Bad input"))
   assert table == [test_bad_input.table_row(row) for row in test_bad_input.ROWS]
   assert len(table) >= 25
 

@@ -53,17 +53,17 @@ BOUNDS = {
 }
 
 
-def _read(path):
+def read_page(path):
   with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
     return f.read()
 
 
-def _section(text, heading):
+def section(text, heading):
   """The body under `## heading` (to the next `## `)."""
   return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
 
 
-def _table_rows(text):
+def table_rows(text):
   return [line for line in text.splitlines() if line.startswith("| ")][2:]
 
 
@@ -126,10 +126,10 @@ def _held_files():
   held = {}
   for path in PAGES + tuple(os.path.relpath(p, REPO_ROOT) for p in sorted(glob.glob(
       os.path.join(REPO_ROOT, "gin_configs", "**", "*.gin"), recursive=True))):
-    text = _read(path)
+    text = read_page(path)
     if path in (README, BENCHMARKS):
       heading = "What to expect" if path == README else "Current figures"
-      rows = set(_table_rows(_section(text, heading)))
+      rows = set(table_rows(section(text, heading)))
       text = "\n".join("" if line in rows else line for line in text.split("\n"))
     held[path] = text
   return held
@@ -144,19 +144,19 @@ def test_no_measured_figure_stands_outside_the_current_table():
 
 def test_every_bound_listed_is_still_on_its_page():
   for path, phrase in BOUNDS:
-    assert phrase in _read(path), (path, phrase)
+    assert phrase in read_page(path), (path, phrase)
 
 
 # --- the current table and README's quote of it --------------------------------------------
 
 def _figures_parts():
   """The parts `scripts/figures` runs (its `case` of known parts)."""
-  text = _read("scripts/figures")
+  text = read_page("scripts/figures")
   return set(re.search(r"^    ([\w|]+)\) ;;$", text, flags=re.M).group(1).split("|"))
 
 
 def test_each_current_figure_has_its_machine_date_and_a_command_that_runs_from_a_clone():
-  rows = _table_rows(_section(_read(BENCHMARKS), "Current figures"))
+  rows = table_rows(section(read_page(BENCHMARKS), "Current figures"))
   assert len(rows) >= 8
   parts = _figures_parts()
   for row in rows:
@@ -179,8 +179,8 @@ def test_the_figures_readme_quotes_are_benchmarks_current_ones():
   """Every number in README's "What to expect" table stands in BENCHMARKS' current table, on
   the row of the same claim (the rows are in the same order)."""
   figure = re.compile(r"\d[\d,]*(?:\.\d+)?")
-  readme = _table_rows(_section(_read(README), "What to expect"))
-  benchmarks = _table_rows(_section(_read(BENCHMARKS), "Current figures"))
+  readme = table_rows(section(read_page(README), "What to expect"))
+  benchmarks = table_rows(section(read_page(BENCHMARKS), "Current figures"))
   assert len(readme) == len(benchmarks)
   for quoted, measured in zip(readme, benchmarks):
     figures = figure.findall(_cells(quoted)[-1])
@@ -191,11 +191,11 @@ def test_the_figures_readme_quotes_are_benchmarks_current_ones():
 # --- the pages' sizes -----------------------------------------------------------------------
 
 def test_readme_is_a_front_door():
-  text = _read(README)
+  text = read_page(README)
   assert len(text.splitlines()) <= MAX_README_LINES
-  modes = _table_rows(_section(text, "Modes"))
+  modes = table_rows(section(text, "Modes"))
   assert len(modes) >= 10
-  header = _cells([line for line in _section(text, "Modes").splitlines()
+  header = _cells([line for line in section(text, "Modes").splitlines()
                    if line.startswith("| ")][0])
   assert header == ["gin file", "what it does", "after", "must set", "writes"], header
   for row in modes:
@@ -210,7 +210,7 @@ def test_readme_is_a_front_door():
 
 
 def test_benchmarks_is_a_page_and_cites_only_pictures_the_repository_has():
-  text = _read(BENCHMARKS)
+  text = read_page(BENCHMARKS)
   assert len(text.splitlines()) <= MAX_BENCHMARKS_LINES
   pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text) + [
       path for path in re.findall(r"[\w./<>-]+\.png", text)
@@ -220,7 +220,7 @@ def test_benchmarks_is_a_page_and_cites_only_pictures_the_repository_has():
 
 
 def test_gentle_intro_opens_with_a_command():
-  text = _read("GENTLE_INTRO.md")
+  text = read_page("GENTLE_INTRO.md")
   assert "```sh" in "\n".join(text.splitlines()[:40])
 
 
@@ -232,9 +232,9 @@ def _anchor(title):
 
 
 def test_the_log_is_dated_newest_first_and_says_what_each_entry_is():
-  text = _read(LOG)
+  text = read_page(LOG)
   contents = re.findall(r"^\* (\d{4}-\d\d-\d\d) \[(.+?)\]\(#([^)]+)\): (.+)$",
-                        _section(text, "Contents"), flags=re.M)
+                        section(text, "Contents"), flags=re.M)
   entries = re.findall(r"^## (.+)\n\n\*(\d{4}-\d\d-\d\d)[^;]*; (.+)\.\*$", text, flags=re.M)
   assert len(entries) >= 60 and [(t, d) for d, t, _, _ in contents] == [
       (t, d) for t, d, _ in entries]
@@ -252,7 +252,7 @@ def test_the_log_is_dated_newest_first_and_says_what_each_entry_is():
 # --- references between pages -------------------------------------------------------------
 
 def _headings(path):
-  return {" ".join(h.split()) for h in re.findall(r"^#{2,4} (.+)$", _read(path), flags=re.M)}
+  return {" ".join(h.split()) for h in re.findall(r"^#{2,4} (.+)$", read_page(path), flags=re.M)}
 
 
 def _tracked(*suffixes):
@@ -271,7 +271,7 @@ def test_every_named_section_of_benchmarks_and_the_log_exists():
   for path in _tracked(".md", ".gin", ".py"):
     if path in (LOG, "tests/test_pages.py"):
       continue
-    for page, title in pattern.findall(_read(path)):
+    for page, title in pattern.findall(read_page(path)):
       title = " ".join(word for word in title.split() if word != "#")
       if title not in targets[page]:
         missing.append(f"{path}: {page}, \"{title}\"")
@@ -281,11 +281,11 @@ def test_every_named_section_of_benchmarks_and_the_log_exists():
 def test_every_link_to_a_section_of_a_page_finds_it():
   missing = []
   for path in _tracked(".md"):
-    text = _read(path)
+    text = read_page(path)
     for target, anchor in re.findall(r"\]\(([\w./-]*\.md)?#([\w-]+)\)", text):
       page = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
       if anchor not in {_anchor(h) for h in _headings(page) | {
-          h for h in re.findall(r"^# (.+)$", _read(page), flags=re.M)}}:
+          h for h in re.findall(r"^# (.+)$", read_page(page), flags=re.M)}}:
         missing.append(f"{path}: {target}#{anchor}")
   assert not missing, missing
 
@@ -297,9 +297,9 @@ def test_the_glossary_defines_the_words_the_pages_use_and_they_link_to_it():
   for word in ("flcc", "the slow class", "token positions", "copy-line", "copy-next",
                "the copy probe", "the line search", "healing", "the consensus line"):
     assert word in headings, word
-  assert "arxiv.org" in _section(_read(GLOSSARY), "The task and the data")  # FLCC's source
+  assert "arxiv.org" in section(read_page(GLOSSARY), "The task and the data")  # FLCC's source
   for page in (README, BENCHMARKS, "GENTLE_INTRO.md", "docs/REFERENCE.md"):
-    assert "GLOSSARY.md" in _read(page), page
+    assert "GLOSSARY.md" in read_page(page), page
 
 
 def test_the_reference_lists_every_option_of_the_data_commands():
@@ -307,7 +307,7 @@ def test_the_reference_lists_every_option_of_the_data_commands():
   from code_t5.data import __main__ as data_main  # pylint: disable=g-import-not-at-top
   commands = [a for a in data_main.make_parser()._actions  # pylint: disable=protected-access
               if isinstance(a, argparse._SubParsersAction)][0].choices  # pylint: disable=protected-access
-  table = _table_rows(_read("docs/REFERENCE.md").split(
+  table = table_rows(read_page("docs/REFERENCE.md").split(
       "### Every option of `python -m code_t5.data`", 1)[1].split("\n## ", 1)[0])
   header = ["option", *commands, "default", "what"]
   listed = {}
@@ -324,7 +324,7 @@ def test_the_reference_lists_every_option_of_the_data_commands():
 
 
 def test_the_changelog_is_kept_and_its_latest_release_is_the_packages_version():
-  text = _read("CHANGELOG.md")
+  text = read_page("CHANGELOG.md")
   sections = re.findall(r"^## (.+)$", text, flags=re.M)
   assert sections[0] == "Unreleased"
   releases = [re.fullmatch(r"(\d+)\.(\d+)\.(\d+) - (\d{4}-\d\d-\d\d)", s) for s in sections[1:]]
@@ -343,5 +343,5 @@ def test_the_changelog_is_kept_and_its_latest_release_is_the_packages_version():
 @pytest.mark.parametrize("path", ["CONTRIBUTING.md", "docs/REFERENCE.md", README])
 def test_no_prose_line_runs_past_what_a_reader_scans(path):
   """Prose wraps; only table rows and commands may run long."""
-  long = [n for n, line in _prose(_read(path)) if len(line) > 300 and not line.startswith("|")]
+  long = [n for n, line in _prose(read_page(path)) if len(line) > 300 and not line.startswith("|")]
   assert not long, (path, long)
