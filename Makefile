@@ -16,7 +16,15 @@ TORCH_LOCK := requirements/torch.lock
 # One stamp per lock, so that `make venv LOCK=...` re-syncs a venv made from another lock.
 INSTALLED := $(VENV)/.installed-$(notdir $(LOCK))
 
-.PHONY: venv torch smoke test test-all bench lock
+# The editor's side alone (`make editor`): code_t5_session and its language server, no
+# TensorFlow (GENTLE_INTRO.md, "In your editor"). pip, with no config file or local wheel folder
+# of this machine, from PyPI as a user's: the lock is small and pip comes with every venv.
+EDITOR_VENV := .venv-editor
+EDITOR_LOCK := requirements/editor.lock
+EDITOR_PY := $(EDITOR_VENV)/bin/python
+EDITOR_PIP := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(EDITOR_PY) -m pip install --quiet --no-input
+
+.PHONY: venv torch editor smoke test test-all bench lock
 
 venv: $(INSTALLED)
 
@@ -42,6 +50,14 @@ torch: $(VENV)/.torch
 $(VENV)/.torch: $(TORCH_LOCK) $(INSTALLED)
 	$(UV) pip install --no-config --python $(PY) --compile-bytecode --no-deps -r $(TORCH_LOCK)
 	$(PY) -c "import torch; print('torch', torch.__version__)"
+	touch $@
+
+editor: $(EDITOR_VENV)/.installed
+$(EDITOR_VENV)/.installed: $(EDITOR_LOCK) pyproject.toml
+	test -x $(EDITOR_PY) || $(PYTHON) -m venv $(EDITOR_VENV)
+	$(EDITOR_PIP) --no-deps -r $(EDITOR_LOCK)
+	$(EDITOR_PIP) --no-deps -e .
+	$(EDITOR_PY) -c "import sys, code_t5_session.lsp; assert 'tensorflow' not in sys.modules; print('editor: ok, no TensorFlow')"
 	touch $@
 
 smoke: venv
@@ -71,3 +87,4 @@ lock: venv
 	$(UV_COMPILE) pyproject.toml --extra dev --extra gpu -o requirements/gpu.lock
 	$(UV_COMPILE) --no-config requirements/torch.in -c requirements/cpu.lock \
 	  --override requirements/torch.overrides -o requirements/torch.lock
+	$(UV_COMPILE) --no-config requirements/editor.in -o requirements/editor.lock

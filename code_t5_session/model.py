@@ -58,19 +58,13 @@ class CachedModel:
   positions into. `tokens`, `keys`, `values` and `logits` are the state read last; up to
   `states` - 1 others are parked, the least recently read given up first."""
 
-  def __init__(self, path: str, threads: int = 0, states: int = 0):
-    """`states`: the windows' states kept, 0 for `states_for`'s default."""
-    import onnxruntime as ort  # pylint: disable=g-import-not-at-top
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads  # 0: onnxruntime's choice, the cores
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    # Every call has other shapes (new tokens, attention's width): onnxruntime's arena kept
-    # growing with them (774 MB after 400 calls of the dev model, 160 MB without it, at the
-    # same speed).
-    options.enable_cpu_mem_arena = False
-    options.enable_mem_pattern = False
-    self.session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+  def __init__(self, path, threads: int = 0, states: int = 0):
+    """`path`: the graph's file, or an `inference_session` of it that several models share
+    (a language server's, one model a document: the weights once, a state each); `threads`:
+    onnxruntime's for a path; `states`: the windows' states kept, 0 for `states_for`'s
+    default."""
+    self.session = inference_session(path, threads) if isinstance(path, str) else path
+    path = getattr(path, "_model_path", path)
     meta = json.loads(self.session.get_modelmeta().custom_metadata_map["architecture"])
     self.layers, self.heads, self.d_kv = meta["layers"], meta["heads"], meta["d_kv"]
     self.positions = meta["positions"]
@@ -196,6 +190,22 @@ def architecture_metadata(arch, positions: int) -> dict:
                                       "d_kv": arch.d_kv, "d_model": arch.d_model,
                                       "vocab_size": arch.vocab_size,
                                       "positions": positions})}
+
+
+def inference_session(path: str, threads: int = 0):
+  """onnxruntime's session of the graph at `path`, on `threads` threads (0: onnxruntime's
+  choice, the cores), as CachedModel calls it."""
+  import onnxruntime as ort  # pylint: disable=g-import-not-at-top
+  options = ort.SessionOptions()
+  options.intra_op_num_threads = threads
+  options.inter_op_num_threads = 1
+  options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+  # Every call has other shapes (new tokens, attention's width): onnxruntime's arena kept
+  # growing with them (774 MB after 400 calls of the dev model, 160 MB without it, at the
+  # same speed).
+  options.enable_cpu_mem_arena = False
+  options.enable_mem_pattern = False
+  return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
 def model_path(export_dir: str, weights: str = "float") -> str:

@@ -17,7 +17,7 @@ reader cuts the context to its token budget from the left (at a line start).
 
 import functools
 import re
-from typing import Iterable, Tuple
+from typing import Iterable, Optional, Tuple
 
 import numpy as np
 
@@ -29,6 +29,13 @@ COMMENT = {
     "python": "#", "ruby": "#",
     "java": "//", "kotlin": "//", "javascript": "//", "typescript": "//", "go": "//",
     "cpp": "//", "csharp": "//", "php": "//", "rust": "//",
+}
+# Each FLCC language's file extensions: the one table (code_t5.data.flcc.LANGUAGES names the
+# tree's folders with it; a language server takes a workspace's files of a language by it).
+EXTENSIONS = {
+    "python": (".py",), "java": (".java",), "kotlin": (".kt",), "javascript": (".js",),
+    "typescript": (".ts",), "go": (".go",), "cpp": (".cpp", ".cc", ".h", ".hpp"),
+    "csharp": (".cs",), "php": (".php",), "ruby": (".rb",), "rust": (".rs",),
 }
 END = "---"
 # A token is rarely fewer characters: the snippets retrieved stop past this many characters a
@@ -129,16 +136,20 @@ class RepositoryIndex:
     return shared / (len(query) + self._sizes - shared)
 
   def context(self, prefix: str, max_tokens: int = 64, query_lines: int = 10,
-              min_similarity: float = 0.1) -> str:
+              min_similarity: float = 0.1, skip: Optional[str] = None) -> str:
     """The context for the code before the cursor, `prefix`: the windows most similar to its
     last `query_lines` lines, at least `min_similarity`, no two overlapping, best last, until
     CHARS_PER_TOKEN * `max_tokens` characters (the reader cuts them to `token_budget` after
-    tokenizing). "" when no window is similar enough."""
+    tokenizing); none of the file at path `skip` (the one being typed, where the index holds
+    all of a workspace's). "" when no window is similar enough."""
     max_chars = CHARS_PER_TOKEN * max_tokens
     query = words("\n".join(prefix.rsplit("\n", query_lines)[-query_lines:]))
     if not query or not len(self):
       return ""
     similarity = self.similarities(query)
+    for order, (path, _) in enumerate(self.files):
+      if path == skip:
+        similarity[self._order == order] = -1.0
     passing = np.flatnonzero(similarity >= min_similarity)
     # Most similar first; ties go to the earlier neighbour and the earlier window (the
     # windows' order, which a stable sort keeps): the same choice every run.
@@ -166,7 +177,8 @@ def index_of(neighbours: Iterable[Tuple[str, str]], language: str,
   return RepositoryIndex(neighbours, language, options["window_lines"], options["file_chars"])
 
 
-def context_of(index: RepositoryIndex, prefix: str, options: dict) -> str:
-  """`index`'s context for `prefix` by `options` (as `index_of`)."""
+def context_of(index: RepositoryIndex, prefix: str, options: dict,
+               skip: Optional[str] = None) -> str:
+  """`index`'s context for `prefix` by `options` (as `index_of`), none of `skip`'s windows."""
   return index.context(prefix, options["max_tokens"], options["query_lines"],
-                       options["min_similarity"])
+                       options["min_similarity"], skip)

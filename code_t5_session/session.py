@@ -35,7 +35,7 @@ import numpy as np
 from code_t5_session import decoding
 from code_t5_session import lines
 from code_t5_session import retrieval
-from code_t5_session.model import CachedModel, model_path
+from code_t5_session.model import CachedModel, inference_session, model_path
 
 CONFIG = "session.json"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -78,14 +78,41 @@ class Suggestion:
   confidence: float = math.nan
 
 
+class Export:
+  """What every session of an export shares, read once: its settings, vocabulary, healing
+  tables and model (onnxruntime's session of the graph: the weights, most of the memory). A
+  language server opens one and a Session of it per document."""
+
+  def __init__(self, export_dir: str, weights: str = "float", threads: int = 0):
+    """As `Session`'s arguments of the same names."""
+    import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+    config = os.path.join(export_dir, CONFIG)
+    if not os.path.isfile(config):
+      raise FileNotFoundError(f"{export_dir}: no {CONFIG}: not a finished export of "
+                              "`python -m code_t5.session_export`")
+    if weights not in ("float", "int8"):
+      raise ValueError(f"weights must be 'float' or 'int8', not {weights!r}")
+    self.export_dir, self.weights = export_dir, weights
+    with open(config) as f:
+      self.config = json.load(f)
+    if weights == "int8" and not self.config["int8"]:
+      raise ValueError(f"{export_dir}: exported without 8-bit weights (--no_int8)")
+    self.processor = spm.SentencePieceProcessor(model_file=os.path.join(export_dir, VOCABULARY))
+    texts = self.config["healing_texts"]
+    self.healing = decoding.HealingPieces(texts, decoding.after_indentation(
+        self.processor, texts, (self.config["newline_id"], self.config["eos_id"])))
+    self.inference = inference_session(model_path(export_dir, weights), threads)
+
+
 class Session:
   """One editor's session with an export: suggestions for prefixes of one file as it is typed."""
 
-  def __init__(self, export_dir: str, weights: str = "float", threads: int = 0,
+  def __init__(self, export_dir, weights: str = "float", threads: int = 0,
                copy_from: str = "window", consensus: bool = False, states: int = 0,
                draft_tokens: int = DRAFT_TOKENS):
     """`export_dir`: a local folder that `python -m code_t5.session_export` wrote (copy a
-    gs:// one down first: onnxruntime reads local files); `weights`: "float" or "int8";
+    gs:// one down first: onnxruntime reads local files), or an `Export` of one that other
+    sessions share (`weights` and `threads` are then its own); `weights`: "float" or "int8";
     `threads`: onnxruntime's, 0 for its choice; `copy_from`: what the copy cache reads,
     "window" (the model's window, as the export decodes) or "file" (all of the prefix: the
     lines before the window too; and the file after the cursor's line, where the editor
@@ -98,13 +125,6 @@ class Session:
     the copy cache's source (`decoding.draft`) for the model to check in the same call, 0 for
     none: float32's completions are the same either way, the calls fewer (8-bit's nearly: its
     activations are quantized with one scale a call)."""
-    import sentencepiece as spm  # pylint: disable=g-import-not-at-top
-    config = os.path.join(export_dir, CONFIG)
-    if not os.path.isfile(config):
-      raise FileNotFoundError(f"{export_dir}: no {CONFIG}: not a finished export of "
-                              "`python -m code_t5.session_export`")
-    if weights not in ("float", "int8"):
-      raise ValueError(f"weights must be 'float' or 'int8', not {weights!r}")
     if copy_from not in ("window", "file"):
       raise ValueError(f"copy_from must be 'window' or 'file', not {copy_from!r}")
     self.copy_from = copy_from
@@ -112,20 +132,16 @@ class Session:
       raise ValueError(f"draft_tokens must be 0 or more, not {draft_tokens}")
     self.draft_tokens = draft_tokens
     self.consensus = consensus
-    with open(config) as f:
-      self.config = json.load(f)
-    if weights == "int8" and not self.config["int8"]:
-      raise ValueError(f"{export_dir}: exported without 8-bit weights (--no_int8)")
-    self.processor = spm.SentencePieceProcessor(model_file=os.path.join(export_dir, VOCABULARY))
-    texts = self.config["healing_texts"]
-    self.healing = decoding.HealingPieces(texts, decoding.after_indentation(
-        self.processor, texts, (self.config["newline_id"], self.config["eos_id"])))
+    export = export_dir if isinstance(export_dir, Export) else Export(export_dir, weights,
+                                                                      threads)
+    self.config, self.processor, self.healing = export.config, export.processor, export.healing
     self.pieces = self.config["healing_pieces"]
     self.steps = self.config["targets_length"] + self.pieces
-    self.model = CachedModel(model_path(export_dir, weights), threads, states)
+    self.model = CachedModel(export.inference, states=states)
     self._shown_prefix, self._shown = None, None
     self._after = ("", [])  # the last `after` text and its ids: encoded once while it stands
     self._repository = None  # set_repository's index
+    self._skipped = None  # the path of the file being typed, in a shared index (use_repository)
     self._context = ("", [])  # the last context and its ids, as `_after`
 
   def set_repository(self, files, language: str = "python"):
@@ -153,15 +169,26 @@ class Session:
           raise TypeError(f"set_repository: files are (path, content) pairs of strings; "
                           f"file {i} is {type(item).__name__} {str(item)[:60]!r}")
     self._repository = None if files is None else retrieval.index_of(files, language, options)
+    self._skipped = None
     self._shown_prefix, self._shown = None, None
     return left_out
+
+  def use_repository(self, index, path=None):
+    """Read the repository context from `index` (`retrieval.index_of`'s, made once for the
+    open files of a workspace), leaving out the windows of `path`, the file being typed;
+    None: no repository. As set_repository, for an export trained with it."""
+    if index is not None and not self.config.get("repository_context"):
+      raise ValueError("use_repository: this export's model was not trained with "
+                       "repository_context.gin; it reads no repository context")
+    self._repository, self._skipped = index, path
+    self._shown_prefix, self._shown = None, None
 
   def _context_ids(self, prefix: str):
     """The ids of the repository context of `prefix`, cut to its budget ([] without one)."""
     if self._repository is None:
       return []
     options = self.config["repository_context"]
-    text = retrieval.context_of(self._repository, prefix, options)
+    text = retrieval.context_of(self._repository, prefix, options, skip=self._skipped)
     if text != self._context[0]:
       self._context = (text, self._ids(text) if text else [])
     budget = retrieval.token_budget(options["max_tokens"], self.config["inputs_length"])

@@ -61,6 +61,13 @@ similarity and exact match against the window's and copy-line's, with paired boo
 intervals, and the copy probe over the window and over the whole file; and again with the
 file after the cursor's line given to the cache too (`Session.complete(prefix, after)`).
 
+With --through_server, each session row's keystrokes go through the language server instead
+(`python -m code_t5_session.lsp`, in .venv-editor where `make editor` made it), as an editor
+sends them: JSON-RPC over the server's pipes, a didChange then an inlineCompletion a keystroke,
+timed from the change's sending to the answer's arrival; the server's settings are the row's
+(--weights, --threads, --consensus, --session_copy_from), the share answered without decoding
+comes from the server's counts, the peak RSS is the server process's.
+
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/rows8 --json=runs/serving_dev.json
   .venv/bin/python scripts/bench_serving.py --model_dir=runs/tiny --gin_file=models/tiny.gin \\
       --saved_model=greedy=runs/tiny_export/1234 --threads=1 --calls=2   # the tests' mode
@@ -80,7 +87,7 @@ import numpy as np
 
 from code_t5_session.session import DRAFT_TOKENS
 
-from benchlib import (DEV_TFDS, QUIET_TF, REPO, launch_lengths, mesh_main_command,
+from benchlib import (DEV_TFDS, QUIET_TF, REPO, LspPipe, launch_lengths, mesh_main_command,
                       require_checkpoint, require_dataset)
 
 MODEL_GIN = "models/causal_lm_dev.gin"
@@ -213,6 +220,56 @@ def typing_client(job):
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def protocol_client(job):
+  """The typing job's keystrokes through the language server (`python -m
+  code_t5_session.lsp`, in the editor's venv where there is one), as an editor sends them:
+  JSON-RPC over the server's stdin and stdout, each keystroke a didChange (the whole text at
+  a jump to a line, else the character typed) then an inlineCompletion at the cursor, timed
+  from the change's sending to the answer's arrival. Whether a call decoded comes from the
+  server's counts (code_t5/counts), asked after each answer, outside the time."""
+  from code_t5_session import documents  # pylint: disable=g-import-not-at-top
+  root = os.path.abspath(job["repository"]) if job.get("repository") else None
+  uri = "file://" + os.path.join(root or tempfile.gettempdir(), "code_t5_typed_file.py")
+  start = time.perf_counter()
+  pipe = LspPipe(job["export"])
+  pipe.start("file://" + root if root else None, {
+      "weights": job["weights"], "threads": job["threads"], "copy_from": job["copy_from"],
+      "decoding": "consensus" if job["consensus"] else "greedy", "repository": bool(root)})
+  pipe.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python",
+                                                        "version": 0, "text": ""}})
+  version, calls, decoded_before, load_s = 0, [], 0, None
+  for head, line, code, end in job["lines"]:
+    row = len(documents.line_starts(head))
+    for k in range(code, end + 1):
+      version += 1
+      if k == code:  # a jump: the editor's text is the file up to here
+        change = {"text": head + line[:code]}
+      else:
+        column = documents.utf16_length(line[:k - 1])
+        here = {"line": row, "character": column}
+        change = {"range": {"start": here, "end": here}, "text": line[k - 1]}
+      asked = time.perf_counter()
+      pipe.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                             "contentChanges": [change]})
+      pipe.call("textDocument/inlineCompletion", {
+          "textDocument": {"uri": uri}, "context": {"triggerKind": 2},
+          "position": {"line": row, "character": documents.utf16_length(line[:k])}})
+      seconds = time.perf_counter() - asked
+      if load_s is None:
+        load_s = time.perf_counter() - start - seconds
+      counts = pipe.call("code_t5/counts", None)
+      decoded = counts.get("decoded", 0) > decoded_before
+      decoded_before = counts.get("decoded", 0)
+      calls.append([k == code, seconds, decoded, 0, 0])
+  with open(f"/proc/{pipe.process.pid}/status") as f:
+    peak = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
+  if counts.get("stale") or counts.get("no model"):
+    sys.exit(f"bench_serving: the server answered without its model: {counts}")
+  pipe.stop()
+  return {"load_s": load_s or 0.0, "calls": calls, "completions": [], "consensus": [],
+          "peak_rss_mb": peak, "repository_files": 0, "index_s": 0.0}
+
+
 def typing_summary(name, threads, measured, first_call_s):
   """Latency percentiles of a typing run's calls (ms), the jumps' and the first call apart."""
   ms = np.array([seconds for _, seconds, *_ in measured["calls"]]) * 1000
@@ -313,9 +370,10 @@ def run_typing(args, threads):
            "typed_to_cursor": cursor_steps if first_run else [],
            "consensus": args.consensus, "copy_from": args.session_copy_from,
            "repository": args.repository_dir}
-    measured = typing_client(job)
+    measured = protocol_client(job) if args.through_server else typing_client(job)
     first = measured["calls"][0][1] if measured["calls"] else 0.0
-    served = f"session {weights}" + (", consensus" if args.consensus else "") + (
+    served = ("server" if args.through_server else "session") + f" {weights}" + (
+        ", consensus" if args.consensus else "") + (
         f", copy_from={args.session_copy_from}" if args.session_copy_from != "window" else ""
     ) + (", a repository" if args.repository_dir else "") + (
         f", {states} state{'s' if states > 1 else ''}" if states else "") + (
@@ -608,6 +666,10 @@ def main(argv=None):
                       help="--typing: sessions of Session(consensus=True), the consensus line "
                            "of the greedy line and the prefix's two copies; with --equality, "
                            "its edit similarity against the greedy line's, paired")
+  parser.add_argument("--through_server", action="store_true",
+                      help="--typing: each keystroke through the language server "
+                           "(python -m code_t5_session.lsp) as JSON-RPC over pipes, not a "
+                           "Session in a process of its own")
   args = parser.parse_args(argv)
   beams = [int(k) for k in args.beams.split(",") if k.strip()]
   threads = [int(t) for t in args.threads.split(",") if t.strip()]
@@ -619,6 +681,10 @@ def main(argv=None):
     sys.exit("bench_serving: --equality holds the sessions to the SavedModel, which reads "
              "neither the file before its window nor a repository: time "
              "--session_copy_from=file and --repository_dir apart")
+  if args.through_server and (args.equality or args.back_and_forth or args.states != "0" or
+                              args.draft_tokens != str(DRAFT_TOKENS)):
+    sys.exit("bench_serving: --through_server times the server's own sessions: no "
+             "--equality, --back_and_forth, --states or --draft_tokens with it")
   if args.typing:
     require_dataset("bench_serving", args.data_dir)
     return run_typing(args, threads)

@@ -75,3 +75,90 @@ def mesh_main_command(model_dir, data_dir, gin_files, gin_params, flags=(), prog
           *flags]
   cmd += [f"--gin_file={f}" for f in gin_files]
   return cmd + [f"--gin_param={p}" for p in gin_params]
+
+
+def editor_python():
+  """The Python that runs the language server as a user's editor would: the editor's own venv
+  (`make editor`: no TensorFlow), else this one."""
+  checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # also under pytest
+  editor = os.path.join(checkout, ".venv-editor", "bin", "python")
+  return editor if os.access(editor, os.X_OK) else sys.executable
+
+
+class LspPipe:
+  """A language server in a process of its own, spoken to as an editor does: LSP's framed
+  JSON-RPC over its stdin and stdout (the typing bench's client, and the tests')."""
+
+  def __init__(self, export_dir, python=None, args=(), stderr=None):
+    import subprocess  # pylint: disable=g-import-not-at-top
+    self.process = subprocess.Popen(
+        [python or editor_python(), "-m", "code_t5_session.lsp", f"--export_dir={export_dir}",
+         *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=REPO)
+    self._id = 0
+    self.notifications = []  # what the server sent that answers nothing (showMessage, ...)
+    self._answers = {}  # responses read while waiting for another's, by id
+
+  def send(self, message):
+    import json  # pylint: disable=g-import-not-at-top
+    self.send_bytes(json.dumps(message).encode("utf-8"))
+
+  def send_bytes(self, body):
+    self.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    self.process.stdin.flush()
+
+  def notify(self, method, params):
+    self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+  def request(self, method, params):
+    """Sends a request; returns its id (`response` waits for the answer)."""
+    self._id += 1
+    self.send({"jsonrpc": "2.0", "id": self._id, "method": method, "params": params})
+    return self._id
+
+  def read(self):
+    """The next message from the server; None at the end of its output."""
+    import json  # pylint: disable=g-import-not-at-top
+    length = None
+    while True:
+      line = self.process.stdout.readline()
+      if not line:
+        return None
+      if not line.strip() and length is not None:
+        return json.loads(self.process.stdout.read(length))
+      if line.lower().startswith(b"content-length:"):
+        length = int(line.split(b":")[1])
+
+  def response(self, msg_id):
+    """The response to request `msg_id`; requests of the server's are answered null."""
+    while msg_id not in self._answers:
+      message = self.read()
+      if message is None:
+        raise EOFError(f"the server ended before answering request {msg_id}")
+      if "method" in message:
+        if "id" in message:  # the server's request (client/registerCapability): answered
+          self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+        else:
+          self.notifications.append(message)
+      else:
+        self._answers[message.get("id")] = message
+    return self._answers.pop(msg_id)
+
+  def call(self, method, params):
+    """A request's result (AssertionError for an error response)."""
+    answer = self.response(self.request(method, params))
+    assert "error" not in answer, answer
+    return answer.get("result")
+
+  def start(self, root_uri=None, options=None, capabilities=None):
+    """initialize and initialized; the server's capabilities."""
+    result = self.call("initialize", {"processId": os.getpid(), "rootUri": root_uri,
+                                      "capabilities": capabilities or {},
+                                      "initializationOptions": options})
+    self.notify("initialized", {})
+    return result["capabilities"]
+
+  def stop(self, timeout=30):
+    """shutdown, exit; the server's exit code."""
+    self.call("shutdown", None)
+    self.notify("exit", None)
+    return self.process.wait(timeout)

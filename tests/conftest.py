@@ -250,6 +250,28 @@ def flcc_data_dir(flcc_tree, tmp_path_factory):
   return data_dir
 
 
+# The memorisation test's two files, its causal model trained until it completes their lines,
+# and that model's session exports (tests/test_memorisation.py makes them): once a run, for
+# the tests of the editor's side too (tests/test_editor.py). Tests that use them are in the
+# xdist group "memorisation", so that one worker makes them.
+@pytest.fixture(scope="session")
+def memorise_data(tmp_path_factory):
+  import test_memorisation  # pylint: disable=g-import-not-at-top
+  return test_memorisation.memorised_files(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def causal(memorise_data, tmp_path_factory):
+  import test_memorisation  # pylint: disable=g-import-not-at-top
+  return test_memorisation.trained_causal(memorise_data, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def session_exports(causal, tmp_path_factory):
+  import test_memorisation  # pylint: disable=g-import-not-at-top
+  return test_memorisation.exported_sessions(causal, tmp_path_factory)
+
+
 def pytest_collection_modifyitems(items):
   """Slow tests first. xdist (--dist loadgroup) hands out a doc's or a module's group as one
   unit, biggest groups first, then single tests in this order; with the long ones (kills,

@@ -92,6 +92,8 @@ TINY_IN_CI = [
 # Lines not run, and why.
 NOT_RUN = {
     "make test": "CI runs it (.ci/run); run from here, the test suite would run itself",
+    "make editor": "CI makes .venv-editor before the tests (.ci/run); run here, it would install "
+                   "from PyPI, and tests reach no network",
 }
 
 

@@ -164,9 +164,8 @@ def far_prefixes():
           (f"x = 0\n{FAR_LINE}\n" + "y = 1\n" + FAR_START, rest)]
 
 
-@pytest.fixture(scope="module")
-def memorise_data(tmp_path_factory):
-  """The two files as an FLCC tree, built (all train) with a vocabulary of their own; their
+def memorised_files(tmp_path_factory):
+  """conftest's memorise_data: the two files as an FLCC tree, built (all train) with a vocabulary of their own; their
   full-line examples as infer's prefixes and score's (prefix, completion) pairs."""
   root = tmp_path_factory.mktemp("memorise")
   tree_writer.write_flcc_tree(str(root / "flcc"), {
@@ -359,9 +358,8 @@ def prefix_lm(memorise_data, tmp_path_factory):
                            beam=True)
 
 
-@pytest.fixture(scope="module")
-def causal(memorise_data, tmp_path_factory):
-  """The shipped recipe: the causal model, trained on the two files' LM windows and
+def trained_causal(memorise_data, tmp_path_factory):
+  """conftest's causal: the shipped recipe: the causal model, trained on the two files' LM windows and
   full-line examples."""
   return _train_and_decode(memorise_data, tmp_path_factory.mktemp("causal"), CAUSAL,
                            beam=True, model_files=CAUSAL_FILES, steps=CAUSAL_STEPS,
@@ -551,9 +549,8 @@ def test_decoding_completes_every_line_the_training_graph_learned(request, memor
   assert not misses, (path, misses)
 
 
-@pytest.fixture(scope="module")
-def session_exports(causal, tmp_path_factory):
-  """The causal model exported for editor sessions (python -m code_t5.session_export) as
+def exported_sessions(causal, tmp_path_factory):
+  """conftest's session_exports: the causal model exported for editor sessions (python -m code_t5.session_export) as
   infer's healed runs decode: without the copy cache (CAUSAL's) and with it (the shipped
   models/causal.gin's), the latter with repository_context.gin's switch on (it reads a
   repository's lines where the editor gives it one); and with the cache and a window that

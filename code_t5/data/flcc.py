@@ -28,6 +28,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from code_t5.data import near_duplicates
 from code_t5.data import received
+from code_t5_session import retrieval
 
 SPLITS = ("train", "validation", "test")
 # Shares of repositories (files, in a small tree) for each split, unless --ratios says otherwise.
@@ -35,19 +36,12 @@ DEFAULT_RATIOS = (0.9, 0.05, 0.05)
 log = logging.getLogger("code_t5.data")
 
 # Languages of the published dataset: our name -> (the tree's directory name, extensions).
-LANGUAGES = {
-    "python": ("Python", (".py",)),
-    "java": ("Java", (".java",)),
-    "kotlin": ("Kotlin", (".kt",)),
-    "javascript": ("JavaScript", (".js",)),
-    "typescript": ("TypeScript", (".ts",)),
-    "go": ("Go", (".go",)),
-    "cpp": ("C++", (".cpp", ".cc", ".h", ".hpp")),
-    "csharp": ("C#", (".cs",)),
-    "php": ("PHP", (".php",)),
-    "ruby": ("Ruby", (".rb",)),
-    "rust": ("Rust", (".rs",)),
-}
+_NAMES = {"python": "Python", "java": "Java", "kotlin": "Kotlin", "javascript": "JavaScript",
+          "typescript": "TypeScript", "go": "Go", "cpp": "C++", "csharp": "C#", "php": "PHP",
+          "ruby": "Ruby", "rust": "Rust"}
+# language -> (the tree's folder name, its files' extensions: code_t5_session's table)
+LANGUAGES = {language: (name, retrieval.EXTENSIONS[language])
+             for language, name in _NAMES.items()}
 
 # Skip reasons. The first four are the old converter's counter names, kept so that reports
 # can be compared with numbers published for it.
