@@ -14,7 +14,7 @@ from typing import Optional
 
 from code_t5_session import model
 from code_t5_session import retrieval
-from code_t5_session.session import CONFIG, MAX_REPOSITORY_FILES, Export, Session  # noqa: F401
+from code_t5_session.session import MAX_REPOSITORY_FILES, Export, Session
 
 log = logging.getLogger("code_t5_session.lsp")
 

@@ -32,6 +32,7 @@ from typing import Optional
 
 from code_t5_session import documents
 from code_t5_session import editor
+from code_t5_session.session import CONFIG
 
 NAME = "code_t5"
 log = logging.getLogger("code_t5_session.lsp")
@@ -406,9 +407,9 @@ def check_export(export_dir: str) -> Optional[str]:
             "(gsutil cp -r, or tf.io.gfile on a machine with TensorFlow)")
   if not os.path.isdir(export_dir):
     return f"{export_dir}: no such folder"
-  config = os.path.join(export_dir, editor.CONFIG)
+  config = os.path.join(export_dir, CONFIG)
   if not os.path.isfile(config):
-    return (f"{export_dir}: no {editor.CONFIG}: not a finished export of "
+    return (f"{export_dir}: no {CONFIG}: not a finished export of "
             "`python -m code_t5.session_export`")
   try:
     with open(config, "rb") as f:
