@@ -26,8 +26,8 @@ MAX_SESSIONS = 8
 # to 8, is for an editor of one document.
 STATES = 2
 # The text a suggestion reads: the cursor's last MAX_PREFIX_CHARS characters, from a line's
-# start (the model reads its window of them, the copy cache and the copies all of them; a
-# session encodes what it reads at each keystroke, which for a 5 MB file took seconds).
+# start (the model reads its window of them, the copy cache and the copies all of them). A
+# session tokenizes all it is given at each keystroke: without a bound, a whole 5 MiB file.
 MAX_PREFIX_CHARS = 1 << 16
 # The workspace's files: at most MAX_WALK_ENTRIES folders and files looked at, files of at
 # most MAX_FILE_BYTES read (larger ones are rarely written by hand: data, bundles), links
@@ -41,10 +41,11 @@ LANGUAGE_IDS = {"javascriptreact": "javascript", "typescriptreact": "typescript"
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-  """What `initializationOptions` may set (README, "In your editor").
+  """What `initializationOptions` may set (GENTLE_INTRO.md, "In your editor").
 
   weights: the export's "float" or "int8" weights.
-  threads: onnxruntime's threads (0: its choice, every core).
+  threads: onnxruntime's threads (0: its choice, every core). 2 by default: the latency rows'
+    count, and an editor's helper should leave the editor its cores.
   threshold: the least confidence a suggestion is shown with (0..1): the consensus line's
     expected edit similarity, or the greedy line's probability.
   decoding: "consensus" (the consensus line of the greedy line and the file's two copies,
@@ -239,7 +240,7 @@ class Completer:
     if repository is not None:
       path = path_of(uri)
       relative = os.path.relpath(os.path.realpath(path), root) if path else None
-      if session._repository is not repository.index:  # pylint: disable=protected-access
+      if session.repository is not repository.index:  # a new session, or the index remade
         session.use_repository(repository.index, relative)
     suggestion = session.suggest(prefix)
     if self.settings.decoding == "consensus":

@@ -173,6 +173,12 @@ class Session:
     self._shown_prefix, self._shown = None, None
     return left_out
 
+  @property
+  def repository(self):
+    """The repository index the suggestions read (set_repository's or use_repository's), or
+    None."""
+    return self._repository
+
   def use_repository(self, index, path=None):
     """Read the repository context from `index` (`retrieval.index_of`'s, made once for the
     open files of a workspace), leaving out the windows of `path`, the file being typed;

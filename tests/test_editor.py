@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import signal
 import subprocess
@@ -128,6 +129,31 @@ async def lsp_client(export, options=GREEDY, root=None):
     await client.shutdown_session()
   finally:
     await asyncio.wait_for(client.stop(), 30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("decoding", ["greedy", "consensus"])
+def test_a_suggestion_below_the_threshold_is_not_shown(session_exports, tmp_path, decoding):
+  """threshold: the least confidence shown, the greedy line's probability or the consensus
+  line's expected similarity (at most 1: a threshold of 1 shows only a sure line)."""
+  export = session_exports["healed"]
+  prefix = planets_prefix()
+  uri = (tmp_path / "planets.py").as_uri()
+  settings = dict(GREEDY, decoding=decoding)
+  session = Session(export, threads=1, copy_from="window", consensus=decoding == "consensus",
+                    states=editor.STATES)
+  suggestion = session.suggest(prefix)
+  confidence = suggestion.confidence if decoding == "consensus" else math.exp(
+      suggestion.log_prob)
+  assert suggestion.text and 0 < confidence <= 1, suggestion
+  cases = [(0.0, suggestion.text), (confidence, suggestion.text)]  # at the threshold: shown
+  if confidence < 1:
+    cases.append((math.nextafter(confidence, 2.0), ""))
+  for threshold, shown in cases:
+    with server(export, dict(settings, threshold=threshold)) as pipe:
+      open_document(pipe, uri, prefix)
+      assert inline(pipe, uri, position_at_end(prefix)) == shown, threshold
+      assert pipe.call("code_t5/counts", None).get("not shown", 0) == (0 if shown else 1)
 
 
 @pytest.mark.slow

@@ -60,6 +60,14 @@ def test_every_package_the_session_imports_is_named_in_pyproject():
   third_party = imported - set(sys.stdlib_module_names) - {"code_t5_session"}
   distributions = importlib.metadata.packages_distributions()
   by_module = {m: distributions[m][0].lower() for m in third_party}
-  # onnx: graph.py's, imported by the function the exporter calls, never by a session.
-  assert set(by_module) == {"numpy", "sentencepiece", "onnxruntime", "editdistance", "onnx"}
-  assert {m: d for m, d in by_module.items() if d not in named} == {}
+  # onnx: graph.py's, imported by the function the exporter calls, never by a session;
+  # pygls and lsprotocol: the language server's (lsp.py), the `editor` extra's.
+  assert set(by_module) == {"numpy", "sentencepiece", "onnxruntime", "editdistance", "onnx",
+                            "pygls", "lsprotocol"}
+  with open(f"{REPO_ROOT}/pyproject.toml", "rb") as f:
+    named |= {re.split(r"[=<>\[; ]", d, maxsplit=1)[0].lower()
+              for d in tomllib.load(f)["project"]["optional-dependencies"]["editor"]}
+  assert {m: d for m, d in by_module.items() if d not in named and m != "lsprotocol"} == {}
+  # The editor's venv (`make editor`) holds every one of them but the exporter's onnx.
+  editor_lock = {name.lower() for name in _pins("editor.lock")}
+  assert {d for m, d in by_module.items() if m != "onnx"} - editor_lock == set()
