@@ -17,12 +17,17 @@ TORCH_LOCK := requirements/torch.lock
 INSTALLED := $(VENV)/.installed-$(notdir $(LOCK))
 
 # The editor's side alone (`make editor`): code_t5_session and its language server, no
-# TensorFlow (GENTLE_INTRO.md, "In your editor"). pip, with no config file or local wheel folder
-# of this machine, from PyPI as a user's: the lock is small and pip comes with every venv.
+# TensorFlow (GENTLE_INTRO.md, "In your editor"), from PyPI alone. With .venv's uv (`make venv`
+# put it there) it installs in seconds; on a machine with no .venv, pip, which every venv has
+# (no config file, no local wheel folder: as a user's).
 EDITOR_VENV := .venv-editor
 EDITOR_LOCK := requirements/editor.lock
 EDITOR_PY := $(EDITOR_VENV)/bin/python
+ifneq ($(wildcard $(UV)),)
+EDITOR_PIP := $(UV) pip install --quiet --python $(EDITOR_PY) --compile-bytecode --no-config
+else
 EDITOR_PIP := PIP_CONFIG_FILE=/dev/null PIP_FIND_LINKS= $(EDITOR_PY) -m pip install --quiet --no-input
+endif
 
 .PHONY: venv torch editor smoke test test-all bench lock
 

@@ -21,6 +21,7 @@ import time
 import pytest
 
 from benchlib import LspPipe, editor_python
+from conftest import PYTHON, QUIET_TF, REPO_ROOT
 from code_t5_session import Session
 from code_t5_session import editor
 from code_t5_session import retrieval
@@ -482,3 +483,25 @@ def test_the_editor_venv_has_no_tensorflow():
                         "print(sorted(m for m in sys.modules if m.startswith('tensorflow')))"],
                        capture_output=True, text=True, check=True).stdout
   assert out.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_the_typing_bench_replays_keystrokes_through_the_server(causal, session_exports,
+                                                                tmp_path):
+  """scripts/bench_serving.py --typing --through_server: every keystroke a didChange and an
+  inlineCompletion to the server, timed; the kept share from the server's counts."""
+  out = tmp_path / "server.json"
+  proc = subprocess.run(
+      [PYTHON, os.path.join(REPO_ROOT, "scripts", "bench_serving.py"),
+       f"--model_dir={causal['model_dir']}", f"--data_dir={causal['data_dir']}",
+       f"--typing={session_exports['healed']}", "--split=train", "--lines=3", "--threads=1",
+       "--weights=float", "--through_server", f"--json={out}"],
+      cwd=REPO_ROOT, capture_output=True, text=True, env=QUIET_TF)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  report = json.loads(out.read_text())
+  (result,) = report["results"]
+  assert result["served"] == "server float"
+  assert result["calls"] == report["keystrokes"] > report["lines"] == 3
+  assert 0 < result["p50_ms"] <= result["p95_ms"] <= result["max_ms"]
+  assert 0 < result["kept"] < 1  # typed along the memorised lines' suggestions
+  assert result["peak_rss_mb"] > 0 and "| server float | 1 |" in proc.stdout
