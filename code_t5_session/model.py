@@ -58,13 +58,12 @@ class CachedModel:
   positions into. `tokens`, `keys`, `values` and `logits` are the state read last; up to
   `states` - 1 others are parked, the least recently read given up first."""
 
-  def __init__(self, path, threads: int = 0, states: int = 0):
-    """`path`: the graph's file, or an `inference_session` of it that several models share
-    (a language server's, one model a document: the weights once, a state each); `threads`:
-    onnxruntime's for a path; `states`: the windows' states kept, 0 for `states_for`'s
-    default."""
-    self.session = inference_session(path, threads) if isinstance(path, str) else path
-    path = getattr(path, "_model_path", path)
+  def __init__(self, path: str, threads: int = 0, states: int = 0, session=None):
+    """`path`: the graph's file; `threads`: onnxruntime's; `states`: the windows' states
+    kept, 0 for `states_for`'s default; `session`: an `inference_session` of `path` that
+    several models share (a language server's, a model a document: the weights once, a
+    state each), in place of one of its own."""
+    self.session = session or inference_session(path, threads)
     meta = json.loads(self.session.get_modelmeta().custom_metadata_map["architecture"])
     self.layers, self.heads, self.d_kv = meta["layers"], meta["heads"], meta["d_kv"]
     self.positions = meta["positions"]

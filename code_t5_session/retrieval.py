@@ -113,6 +113,7 @@ class RepositoryIndex:
     self._order, self._start = joined(orders, np.int64), joined(starts, np.int64)
     self._word_ids, self._sizes = joined(word_ids, np.intp), joined(sizes, np.int64)
     self._first_word = np.cumsum(self._sizes) - self._sizes
+    self._order_of = {path: order for order, (path, _) in enumerate(self.files)}  # `skip`'s
 
   def __len__(self) -> int:
     return len(self._order)
@@ -147,9 +148,8 @@ class RepositoryIndex:
     if not query or not len(self):
       return ""
     similarity = self.similarities(query)
-    for order, (path, _) in enumerate(self.files):
-      if path == skip:
-        similarity[self._order == order] = -1.0
+    if skip in self._order_of:
+      similarity[self._order == self._order_of[skip]] = -1.0
     passing = np.flatnonzero(similarity >= min_similarity)
     # Most similar first; ties go to the earlier neighbour and the earlier window (the
     # windows' order, which a stable sort keeps): the same choice every run.

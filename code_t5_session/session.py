@@ -101,7 +101,8 @@ class Export:
     texts = self.config["healing_texts"]
     self.healing = decoding.HealingPieces(texts, decoding.after_indentation(
         self.processor, texts, (self.config["newline_id"], self.config["eos_id"])))
-    self.inference = inference_session(model_path(export_dir, weights), threads)
+    self.model_path = model_path(export_dir, weights)
+    self.inference = inference_session(self.model_path, threads)
 
 
 class Session:
@@ -137,7 +138,7 @@ class Session:
     self.config, self.processor, self.healing = export.config, export.processor, export.healing
     self.pieces = self.config["healing_pieces"]
     self.steps = self.config["targets_length"] + self.pieces
-    self.model = CachedModel(export.inference, states=states)
+    self.model = CachedModel(export.model_path, states=states, session=export.inference)
     self._shown_prefix, self._shown = None, None
     self._after = ("", [])  # the last `after` text and its ids: encoded once while it stands
     self._repository = None  # set_repository's index

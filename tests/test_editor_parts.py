@@ -12,6 +12,7 @@ import pytest
 from code_t5_session import documents
 from code_t5_session import editor
 from code_t5_session import lsp
+from code_t5_session import retrieval
 
 
 def test_lines_break_where_lsp_breaks_them_and_columns_count_utf16_units():
@@ -147,3 +148,15 @@ def test_an_export_that_is_not_one_is_named_in_one_line(tmp_path):
   for reason in (lsp.check_export(str(tmp_path)), lsp.check_export(str(tmp_path / "none"))):
     assert "\n" not in reason
   assert os.sep in lsp.check_export(str(tmp_path / "none"))
+
+
+def test_a_shared_index_leaves_out_the_typed_files_own_windows():
+  files = [("a.py", "def load(path):\n    return open(path)\n"),
+           ("b.py", "def load(path):\n    return read(path)\n")]
+  index = retrieval.index_of(files, "python", {"window_lines": 10, "file_chars": 1000})
+  prefix = "def load(path):\n"
+  both = index.context(prefix)
+  assert "# a.py" in both and "# b.py" in both
+  assert "# a.py" not in index.context(prefix, skip="a.py")
+  assert "# b.py" in index.context(prefix, skip="a.py")
+  assert index.context(prefix, skip="elsewhere.py") == both
