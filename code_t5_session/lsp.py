@@ -205,6 +205,11 @@ def _server_classes():
       if self.completer is not None:
         self.completer.forget(uri)
 
+    def changed_file(self, path):
+      """A workspace file was saved, made or deleted (the model's thread)."""
+      if self.completer is not None:
+        self.completer.changed_file(path)
+
     def root_of(self, uri) -> Optional[str]:
       path = editor.path_of(uri)
       if path is None:
@@ -379,24 +384,20 @@ def make_server(export_dir: str):
   def did_save(ls, params):
     path = editor.path_of(params.text_document.uri)
     if path:
-      ls.model_thread.submit(ls._changed_file, path)  # pylint: disable=protected-access
+      ls.model_thread.submit(ls.changed_file, path)
 
   @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
   def did_change_watched_files(ls, params):
     for change in params.changes:
       path = editor.path_of(change.uri)
       if path:
-        ls.model_thread.submit(ls._changed_file, path)  # pylint: disable=protected-access
+        ls.model_thread.submit(ls.changed_file, path)
 
   @server.feature("code_t5/counts")
   def counts(ls, params):
     """What became of the requests so far: {what: count} (the tests and the bench read it)."""
     return dict(ls.counts)
 
-  def changed_file(path):
-    if server.completer is not None:
-      server.completer.changed_file(path)
-  server._changed_file = changed_file  # pylint: disable=protected-access
   return server
 
 
