@@ -91,7 +91,9 @@ def test_the_server_suggests_what_a_session_suggests_inline_and_as_a_completion(
   export = session_exports["healed"]
   prefix = planets_prefix()
   expected = session_suggestion(export, prefix)
-  assert expected and (HEAVIEST + expected) in PLANETS  # the memorised line
+  # Not held to the memorised line itself: that is the model's training, which
+  # test_memorisation holds with its tolerance (a run with oneDNN off wrote "item: item[1]").
+  assert expected
   uri = (tmp_path / "planets.py").as_uri()
   with server(export) as pipe:
     open_document(pipe, uri, prefix + "\nafter the cursor's line\n")
