@@ -10,10 +10,12 @@ given the same, and two baselines.
 2. Full-line eval of that checkpoint (eval_full_line.gin, greedy) on the first --examples
    examples of the validation split (--split=test: the test split): repositories that
    training never saw.
-3. On exactly those examples, two baselines (code_t5/baselines.py, as `make smoke` shows them):
+3. On exactly those examples, the baselines (code_t5/baselines.py, as `make smoke` shows them):
      * a token 4-gram completer counted on the train split, with the same vocabulary;
      * "copy the earlier line of the same file that best matches what is typed", once from
-       the whole file and once from only the lines the model reads (its input window).
+       the whole file and once from only the lines the model reads (its input window);
+     * copy-next: the line that followed the earlier place most like the lines before the
+       cursor, at the cursor's depth (code_t5/decoding/copying.py).
 4. The peer (scripts/gpt_peer.py): Hugging Face's GPT2LMHeadModel with the dev model's
    width, depth, heads and vocabulary, trained as a causal LM on the same train split for the
    same steps of as many token positions (AdamW, warm-up, cosine decay), then completing the
@@ -33,13 +35,14 @@ given the same, and two baselines.
    <model_dir>/learning_examples.jsonl.
 6. With --line_search=K: the model's completions by the line search too (beam_search.gin, K
    beams, infer on the same prefixes; with repository context, each record carries the files
-   the eval searched for it), scored as a completer of its own, and its acceptance
-   curve: for thresholds on the line's score that show 100%, 90%, ... of the examples, the
-   exact match and edit similarity of those shown (`metrics.acceptance`), printed, in the
-   JSON and as a PNG beside it; and the model's consensus, the line of the K that agrees
-   most with the others (model_consensus.gin's chooser). With --consensus too: the consensus
-   line of the K lines and the file's copies (code_t5/decoding/consensus.py, consensus.gin's
-   defaults). Each is a completer of its own, with its leads.
+   the eval searched for it), scored as a completer of its own, and its acceptance curve: for
+   thresholds on the line's score that show 100%, 90%, ... of the examples, the exact match and
+   edit similarity of those shown (`metrics.acceptance`), printed, in the JSON and as a PNG
+   beside it; the likeliest of the K lines (the search's first where it ranks by probability,
+   not agreement as beam_search.gin does); and the model's consensus, the line of the K that
+   agrees most with the others (model_consensus.gin's chooser). With --consensus too: the
+   consensus line of the K lines and the file's copies (code_t5/decoding/consensus.py,
+   consensus.gin's defaults). Each is a completer of its own, with its leads.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
@@ -63,7 +66,7 @@ from code_t5 import files
 MODEL_GIN = "models/causal_lm_dev.gin"
 LENGTHS_GIN = "sequence_lengths/dev.gin"  # the dev models' lengths and the prefix LM's rows
 TRAIN_MIXTURE = "flcc_python_causal"
-EVAL_TASK = "flcc_python_full_line"
+EVAL_TASK = "flcc_python_full_line"  # --language's (main sets it once, before any use)
 # The induction probe: calls of random words, each a line the model has read just before or not.
 
 
@@ -397,9 +400,13 @@ def main():
                       help="gin files after --model_gin, for training and eval")
   parser.add_argument("--gin_param", action="append", default=[],
                       help="gin bindings for training and eval")
-  parser.add_argument("--mixture", default=TRAIN_MIXTURE,
-                      help="the Task or Mixture the model trains on (its eval: "
-                           f"{EVAL_TASK})")
+  parser.add_argument("--language", default="python",
+                      help="the dev data's language (`python -m code_t5.data dev "
+                           "--language=...` builds it): trains on flcc_<language>_causal, "
+                           "scores flcc_<language>_full_line")
+  parser.add_argument("--mixture", default=None,
+                      help="the Task or Mixture the model trains on (default "
+                           "flcc_<language>_causal; its eval: flcc_<language>_full_line)")
   parser.add_argument("--line_search", type=int, default=0, metavar="K",
                       help="also complete by the line search with K beams, and report its "
                            "acceptance curve (0: not)")
@@ -415,7 +422,10 @@ def main():
                                            args.gin_param)[1]["file_tokens"]:
     parser.error("the GPT peer's copy cache reads its window alone: with file_cache.gin (or "
                  "code_t5.copy_cache.file_tokens) give --no_peer")
-  require_dataset("bench_learning", args.data_dir)
+  global EVAL_TASK
+  EVAL_TASK = f"flcc_{args.language}_full_line"
+  args.mixture = args.mixture or f"flcc_{args.language}_causal"
+  require_dataset("bench_learning", args.data_dir, args.language)
   rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
                                      args.gin_param)
   args.steps = args.steps or -(-args.tokens // (rows * context))
@@ -447,6 +457,10 @@ def main():
   examples = baselines.task_examples(EVAL_TASK, args.split, len(targets))
   windows = [baselines.model_window(prefix, features["inputs"], report["input_length"])
              for prefix, _ in examples]
+  # Copy-next, the consensus line's other copy (at the cursor's depth), as a completer too.
+  from code_t5.decoding import copying  # pylint: disable=g-import-not-at-top
+  completions["copy-next"] = [copying.copy_next_line(prefix) for prefix, _ in examples]
+  report["metrics"]["copy-next"] = baselines.score(targets, completions["copy-next"])
   # What the run trained (its operative config, now that it has one): the peer's rows too.
   rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
                                      args.gin_param)
@@ -523,6 +537,13 @@ def main():
                            name=f"line_search_{args.split}", repositories=repositories)
     completions["line search"], line_scores = best_lines(searched)
     report["metrics"]["line search"] = baselines.score(targets, completions["line search"])
+    # The search's likeliest line: its first where it ranks by probability (rank =
+    # 'probability'; beam_search.gin ranks by agreement).
+    completions["likeliest line"] = [
+        found["completions"][max(range(len(found["scores"])), key=found["scores"].__getitem__)]
+        if found["completions"] else "" for found in searched]
+    report["metrics"]["likeliest line"] = baselines.score(targets,
+                                                          completions["likeliest line"])
     acceptance = metrics.acceptance(targets, completions["line search"], line_scores)
     from code_t5.decoding import consensus  # pylint: disable=g-import-not-at-top
     # The model's consensus (model_consensus.gin): the same lines, chosen by agreement.
@@ -546,10 +567,12 @@ def main():
   # and the peer.
   def completer_leads(ours):
     return ({other: lead for other, lead in leads_of(ours).items()
-             if other not in ("model", "line search", "model consensus", "consensus")}
+             if other not in ("model", "line search", "likeliest line", "model consensus",
+                              "consensus")}
             if ours in completions else None)
   consensus_leads = completer_leads("consensus")
   model_consensus_leads = completer_leads("model consensus")
+  line_search_leads = leads_of("line search") if "line search" in completions else None
   probe = evaluation.copy_probe(windows, targets, completions)
   # #60's: the lines that stand verbatim anywhere earlier in their file.
   file_probe = evaluation.copy_probe([prefix for prefix, _ in examples], targets, completions)
@@ -594,7 +617,8 @@ def main():
       print(f"cursor {cursor} ({cursors['model'][cursor]['examples']} examples), edit sim: "
             + ", ".join(f"{name} {by[cursor]['edit_similarity']:.2f}"
                         for name, by in cursors.items()))
-  for ours, ours_leads in (("model", leads), ("model consensus", model_consensus_leads or {}),
+  for ours, ours_leads in (("model", leads), ("line search", line_search_leads or {}),
+                           ("model consensus", model_consensus_leads or {}),
                            ("consensus", consensus_leads or {})):
     for baseline, by_metric in ours_leads.items():
       for metric, lead in by_metric.items():
@@ -606,7 +630,8 @@ def main():
          "copy_window_tokens": report["input_length"], "metric_names":
          list(metrics.FULL_LINE_METRIC_NAMES), "metrics": report["metrics"],
          "model_lead": leads, "consensus_lead": consensus_leads,
-         "model_consensus_lead": model_consensus_leads, "copy_probe": probe,
+         "model_consensus_lead": model_consensus_leads,
+         "line_search_lead": line_search_leads, "copy_probe": probe,
          "copy_probe_file": file_probe,
          "induction_probe": induction,
          "by_cursor": cursors,

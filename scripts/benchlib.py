@@ -53,8 +53,9 @@ def require_dataset(script, data_dir, language="python"):
   """Ends `script` in one line where flcc/<language> is not built in `data_dir`."""
   from code_t5.data import builder  # pylint: disable=g-import-not-at-top
   if builder.finished_builder(data_dir, language) is None:
+    flag = "" if language == "python" else f" --language={language}"
     sys.exit(f"{script}: {builder.builder_dir(data_dir, language)}: not built: run "
-             f"`python -m code_t5.data dev` for the dev data, or give --data_dir")
+             f"`python -m code_t5.data dev{flag}` for the dev data, or give --data_dir")
 
 
 def require_checkpoint(script, model_dir):

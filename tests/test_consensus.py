@@ -193,3 +193,57 @@ def test_settings_out_of_range_are_refused(kwargs, message):
 def test_lines_and_scores_must_pair():
   with pytest.raises(ValueError, match="2 completions but 1 scores"):
     consensus.consensus_line(PREFIX, ["1", "2"], [-1.0])
+
+
+def _agreement_order(lines, scores, temperature=consensus.MODEL_CONSENSUS_TEMPERATURE):
+  """The line search's ranking, in Python: each line's expected line_similarity to the lines
+  found (weights softmax(score / temperature)), highest first, the search's order on a tie,
+  the lines not found last."""
+  from code_t5_session import lines as lines_lib  # pylint: disable=g-import-not-at-top
+  found = [i for i, s in enumerate(scores) if not math.isinf(s)]
+  best = max(scores[i] for i in found)
+  weights = {i: math.exp((scores[i] - best) / temperature) for i in found}
+  total = sum(weights.values())
+  cut = lambda line: line[:lines_lib.MAX_LINE_CHARS]
+  agreement = {i: sum(w / total * lines_lib.line_similarity(cut(lines[j]), cut(lines[i]))
+                      for j, w in weights.items()) for i in found}
+  return sorted(found, key=lambda i: (-agreement[i], i)) + [i for i in range(len(lines))
+                                                            if i not in weights]
+
+
+def test_the_line_search_ranks_its_lines_as_the_models_consensus_chooses():
+  """search.ranked_by_agreement (TF, in the graph of eval, infer and an export) orders lines
+  as the Python rule does, and its first is model_consensus_line's, on lines with trailing
+  space, non-ASCII characters, empty lines, lines over MAX_LINE_CHARS and slots not found."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import search  # pylint: disable=g-import-not-at-top
+  rng = random.Random(7)
+  words = ["x", "self", "é", "→", "(a, b)", " ", "\t", "  ", "items", "😀", "\u00a0"]
+  batch, k = 60, 8
+  rows = []
+  for _ in range(batch):
+    stem = "".join(rng.choice(words) for _ in range(rng.randint(0, 5)))
+    lines = list(dict.fromkeys(stem + "".join(rng.choice(words) for _ in range(rng.randint(0, 6)))
+                               for _ in range(k * 3)))[:k]
+    if rng.random() < 0.2:
+      lines[0] = lines[0] + "y" * 230  # past MAX_LINE_CHARS
+    lines += [""] * (k - len(lines))
+    scores = sorted((rng.uniform(-12, 0) for _ in range(k)), reverse=True)
+    scores = [s if i < len(set(lines)) - (lines.count("") > 1) and rng.random() > 0.15 or i == 0
+              else -math.inf for i, s in enumerate(scores)]
+    rows.append((lines, scores))
+  ranked = search.ranked_by_agreement(
+      {"top_k_outputs": tf.constant([[line.encode("utf-8") for line in lines]
+                                     for lines, _ in rows]),
+       "top_k_scores": tf.constant([scores for _, scores in rows], dtype=tf.float32)}, top_k=3)
+  got_lines = [[line.decode("utf-8") for line in row] for row in ranked["top_k_outputs"].numpy()]
+  got_scores = ranked["top_k_scores"].numpy().tolist()
+  assert [line.decode("utf-8") for line in ranked["outputs"].numpy()] == [r[0] for r in got_lines]
+  moved = 0
+  for (lines, scores), got, got_score in zip(rows, got_lines, got_scores):
+    order = _agreement_order(lines, scores)[:3]
+    assert got == [lines[i] for i in order], (lines, scores)
+    assert got_score == pytest.approx([scores[i] for i in order], abs=1e-5)
+    assert got[0] == consensus.model_consensus_line("", lines, scores)[0]
+    moved += order != sorted(order)
+  assert moved > batch // 4  # the ranking is not the probability order the rows came in

@@ -77,7 +77,8 @@ def trained_model_dir(trained_model):
 GREEDY_8 = ["Unitransformer.sample_autoregressive.max_steps = 8"]
 NEVER_END = ["Unitransformer.sample_autoregressive.never_end = True"]
 BEAM_8 = ["code_t5.prefix_lm_beam_search.max_steps = 8"]
-TOP_3 = BEAM_8 + ["TOP_K = 3"]
+TOP_3 = BEAM_8 + ["TOP_K = 3"]  # beam_search.gin's 4 beams, ranked by agreement
+ALL_BY_PROBABILITY = BEAM_8 + ["TOP_K = 4", "code_t5.prefix_lm_beam_search.rank = 'probability'"]
 BEAM_1_NEVER_END = BEAM_8 + ["code_t5.prefix_lm_beam_search.beam_size = 1",
                              "code_t5.prefix_lm_beam_search.never_end = True"]
 # One step of 4 beams, ending nowhere: each prefix's 4 likeliest first pieces.
@@ -113,6 +114,7 @@ def decoded(trained_model_dir, flcc_data_dir, tmp_path_factory):
       infer("greedy never ending", [], GREEDY_8 + NEVER_END),
       infer("beam 1 never ending", ["beam_search.gin"], BEAM_1_NEVER_END),
       infer("beam", ["beam_search.gin"], TOP_3),
+      infer("beam by probability", ["beam_search.gin"], ALL_BY_PROBABILITY),
       infer("first pieces", ["beam_search.gin"], FIRST_PIECES),
       # Two checkpoints in one launch: a file for each (the learning bench's induction probe).
       ("scores", mesh_main_command(
@@ -296,15 +298,25 @@ def _top_k(decoded, name):
 
 @pytest.mark.slow
 def test_the_line_search_returns_its_best_lines_with_their_scores(decoded):
-  """Up to 3 lines per prefix, best first, each once, none with a line end in it; the same
-  prefix (after the cut) gives the same lines."""
-  found = _top_k(decoded, "beam")
-  for completions, scores in found:
+  """Up to 3 lines per prefix, each once, none with a line end in it, with their scores; the
+  same prefix (after the cut) gives the same lines. Ranked by probability, the likeliest
+  first; ranked by agreement (beam_search.gin's), the same search's lines in the order the
+  model's consensus rule gives them (tests/test_consensus.py holds the graph's rule to it)."""
+  from test_consensus import _agreement_order  # pylint: disable=g-import-not-at-top
+  found, every = _top_k(decoded, "beam"), _top_k(decoded, "beam by probability")
+  reordered = 0
+  for (completions, scores), (lines, line_scores) in zip(found, every):
     assert 1 <= len(completions) == len(scores) <= 3
-    assert scores == sorted(scores, reverse=True) and all(-1000 < s <= 0 for s in scores)
+    assert all(-1000 < s <= 0 for s in scores)
     assert not any("\n" in c for c in completions)
     assert len(set(completions)) == len(completions)  # one line, one hypothesis
+    assert line_scores == sorted(line_scores, reverse=True)
+    order = _agreement_order(lines, line_scores)[:3]
+    assert completions == [lines[i] for i in order], (completions, lines, line_scores)
+    assert scores == pytest.approx([line_scores[i] for i in order], abs=1e-4)
+    reordered += order != sorted(order)
   assert found[1] == found[0]
+  print(f"{reordered} of {len(found)} prefixes' lines ranked otherwise than by probability")
 
 
 @pytest.mark.slow

@@ -119,6 +119,10 @@ LOG_HALF = math.log(0.5)
 # memorised header line in one CI run (Zen 5). The faults these comparisons guard against moved a
 # line's score by 0.065 nats and more (score.inputs_mask).
 LINE_SCORE_ATOL = 1e-3
+# The line search's 3 likeliest lines, best first: what these tests reason about (the bound on
+# the best line's score, MIN_SCORE's cut, the consensus's evidence); beam_search.gin itself
+# ranks by agreement (tests/test_end_to_end.py, tests/test_consensus.py).
+BY_PROBABILITY = "code_t5.prefix_lm_beam_search.rank = 'probability'"
 MODEL_FILES = ["models/shared-prefix_lm.gin", "mesh/cpu.gin"]
 # Adafactor at 0.01, decaying linearly to 0 over the run (both models train on it).
 SCHEDULE_FILE = "learning_rate_schedules/linear_decay.gin"
@@ -255,18 +259,20 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=PREFIX_LM_FI
       # The line search's 3 best lines with their scores (alpha 0, beam_search.gin's: the
       # search compares total log P, which is what the learned-lines test holds it to).
       *([infer("beam", ["beam_search.gin"], ["code_t5.prefix_lm_beam_search.max_steps = 48",
-                                             "TOP_K = 3"])]
+                                             "TOP_K = 3", BY_PROBABILITY])]
         if beam else []),
       # Of width one, to set beside greedy; with a confidence threshold; and the consensus of
       # the same search as "beam"'s with copy-line.
       *([infer("line search 1", ["beam_search.gin"], ["BEAM_SIZE = 1"], run_model=shipped),
          infer("beam over half", ["beam_search.gin"], [
              "code_t5.prefix_lm_beam_search.max_steps = 48", "TOP_K = 3",
-             f"MIN_SCORE = {LOG_HALF!r}"]),
+             f"MIN_SCORE = {LOG_HALF!r}", BY_PROBABILITY]),
          infer("consensus", ["consensus.gin"], [
-             "code_t5.prefix_lm_beam_search.max_steps = 48", "BEAM_SIZE = 4", "TOP_K = 3"]),
+             "code_t5.prefix_lm_beam_search.max_steps = 48", "BEAM_SIZE = 4", "TOP_K = 3",
+             BY_PROBABILITY]),
          infer("model consensus", ["model_consensus.gin"], [
-             "code_t5.prefix_lm_beam_search.max_steps = 48", "BEAM_SIZE = 4", "TOP_K = 3"])]
+             "code_t5.prefix_lm_beam_search.max_steps = 48", "BEAM_SIZE = 4", "TOP_K = 3",
+             BY_PROBABILITY])]
         if line_search else []),
       *([mesh_main_command(model_dir, data_dir, model_files + ["score.gin"], model + [
           f"INPUT_FILE = '{data_root / 'pairs.jsonl'}'", f"OUTPUT_FILE = '{root / 'scores'}'"])]

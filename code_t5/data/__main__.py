@@ -5,9 +5,10 @@
          near-duplicates of train files are taken out of validation and test
   vocab  train split of `flcc/<language>` -> sentencepiece model in the same data dir;
          `--languages=a,b,...`: one model shared by several built languages
-  dev    no download: the interpreter's standard library (with --source=environment, and the
-         installed packages beside it; with --language=cpp, Abseil's C++ headers from the
-         TensorFlow wheel; with --repos_dir, your own repositories) as an FLCC tree, then
+  dev    the interpreter's standard library (with --source=environment, and the installed
+         packages beside it; with --language=cpp, Abseil's C++ headers from the TensorFlow
+         wheel; --language=java, a JDK's sources as Debian ships them; --language=javascript,
+         pinned npm packages; with --repos_dir, your own repositories) as an FLCC tree, then
          build + vocab
 
 Every step can be rerun after an interruption: finished outputs are reused, unfinished ones
@@ -28,6 +29,7 @@ from code_t5 import vocabulary
 from code_t5.data import archive as archive_lib
 from code_t5.data import flcc
 from code_t5.data import near_duplicates
+from code_t5.data import registry_sources
 from code_t5.data import repositories
 from code_t5.data import tree_writer
 from code_t5.data import vocab as vocab_lib
@@ -319,7 +321,13 @@ def cmd_dev(args) -> None:
     print(f"dev tree exists: {flcc_dir}")
   else:
     print(f"writing {tree_writer.DEV_SOURCES[source].what} as an FLCC v3 tree to {flcc_dir} ...")
-    tree_writer.write_dev_tree(flcc_dir, max_files=args.max_files, source=source)
+    options = tree_writer.SourceOptions(
+        downloads=os.path.join(args.root, "downloads"), jdk_src=args.jdk_src,
+        npm_registry=args.npm_registry)
+    tree_writer.write_dev_tree(flcc_dir, max_files=args.max_files, source=source,
+                               options=options)
+    for reason, count in sorted(options.left_out.items()):
+      print(f"  {count} files {reason}")
   args.flcc_dir = flcc_dir
   try:
     cmd_build(args)
@@ -413,16 +421,24 @@ def make_parser():
   _add_vocab_flags(vocab, vocab_lib.DEFAULT_VOCAB_SIZE)
   vocab.set_defaults(run=cmd_vocab)
 
-  dev = sub.add_parser("dev", help="no-download dev dataset and vocabulary: the stdlib "
-                                    "(python), the stdlib and the installed packages "
-                                    "(--source=environment) or Abseil's headers (--language=cpp)")
+  dev = sub.add_parser("dev", help="dev dataset and vocabulary: the stdlib (python), the stdlib "
+                                    "and the installed packages (--source=environment), "
+                                    "Abseil's headers (--language=cpp), the JDK's sources "
+                                    "(--language=java) or npm packages (--language=javascript)")
   dev.add_argument("--source", default=None, choices=sorted(tree_writer.DEV_SOURCES),
-                   help="default: the language's first: stdlib (python), abseil (cpp)")
+                   help="default: the language's first: stdlib (python), abseil (cpp), jdk "
+                        "(java), npm (javascript)")
+  dev.add_argument("--jdk_src", default=None,
+                   help="--source=jdk: a JDK's lib/src.zip (default: $JAVA_HOME's, else "
+                        "/usr/lib/jvm's, where Debian's openjdk-17-source puts it)")
+  dev.add_argument("--npm_registry", default=None,
+                   help="--source=npm: the registry to fetch the pinned packages from "
+                        "(default: $NPM_CONFIG_REGISTRY, else https://registry.npmjs.org)")
   dev.add_argument("--repos_dir", default=None, help=REPOS_DIR_HELP + "; the default root is "
                    f"{DEFAULT_DEV_ROOT}_repos")
   dev.add_argument("--root", default=None,
-                   help="writes ROOT/flcc (the tree; ROOT/flcc_cpp for C++) and ROOT/tfds "
-                        f"(the data dir); default {DEFAULT_DEV_ROOT}, or "
+                   help="writes ROOT/flcc (the tree; ROOT/flcc_<language> for the others) and "
+                        f"ROOT/tfds (the data dir); default {DEFAULT_DEV_ROOT}, or "
                         f"{DEFAULT_DEV_ROOT}_<source> for a language's other sources")
   dev.add_argument("--data_dir", default=None, help="default: ROOT/tfds")
   dev.add_argument("--max_files", type=int, default=None, help="cap on source files")
@@ -449,7 +465,8 @@ def main(argv=None) -> int:
     return errors.run_command(
         f"code_t5.data {args.command}", lambda: args.run(args), verbose=args.verbose,
         expected=(flcc.FlccFormatError, vocabulary.VocabularyError, archive_lib.ArchiveError,
-                  flcc.BuildMismatchError, UsageError, repositories.RepositoriesError))
+                  flcc.BuildMismatchError, UsageError, repositories.RepositoriesError,
+                  registry_sources.SourceError))
   finally:  # main() may run again in this process (the tests call it)
     flcc.log.removeHandler(handler)
     flcc.log.propagate = propagate

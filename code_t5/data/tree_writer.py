@@ -1,11 +1,15 @@
-"""Writing FLCC v3 trees: the no-download dev trees, and test fixtures.
+"""Writing FLCC v3 trees: the dev trees, and test fixtures.
 
 Both go through `write_flcc_tree`, so the dev run and the tests exercise exactly the layout
-that `flcc.py` reads from a published archive. The dev trees are code every machine with the
-lock installed already holds: Python's standard library, and for a second language the C++
-headers of Abseil that the TensorFlow wheel ships for building custom ops.
+that `flcc.py` reads from a published archive. Python's and C++'s dev trees are code every
+machine with the lock installed already holds: Python's standard library, and the C++ headers
+of Abseil that the TensorFlow wheel ships for building custom ops. Java's and JavaScript's come
+from the package registries (`registry_sources`): a JDK's sources as Debian ships them, and
+pinned npm packages.
 """
 
+import collections
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -15,6 +19,7 @@ from typing import Callable, Dict, Iterable, Mapping, NamedTuple, Optional, Tupl
 
 from code_t5 import files
 from code_t5.data import flcc
+from code_t5.data import registry_sources
 
 # Directories of the standard library that are not code a user writes or that are huge
 # data-like modules; tests are kept out so the dev set is ordinary library code.
@@ -186,19 +191,39 @@ def abseil_repositories(max_files: Optional[int] = None) -> Dict[str, Dict[str, 
   return repositories
 
 
+@dataclasses.dataclass
+class SourceOptions:
+  """Where a registry source downloads and unpacks (`downloads`, local), which JDK and npm
+  registry it reads, and what it left out, by reason (filled as it reads)."""
+  downloads: str = "downloads"
+  jdk_src: Optional[str] = None
+  npm_registry: Optional[str] = None
+  left_out: registry_sources.LeftOut = dataclasses.field(default_factory=collections.Counter)
+
+
 class DevSource(NamedTuple):
   language: str
   what: str  # for the dev command's lines
-  read: Callable[[Optional[int]], Dict[str, Dict[str, bytes]]]  # capped at max_files
+  # (max_files, options) -> {"author/repo": {path: bytes}}, capped at max_files
+  read: Callable[[Optional[int], SourceOptions], Dict[str, Dict[str, bytes]]]
 
 
 # Source name -> its dev tree. A language's first source is its default (`dev --language`).
 DEV_SOURCES: Dict[str, DevSource] = {
     "stdlib": DevSource("python", "the standard library",
-                        lambda max_files: stdlib_repositories(max_files=max_files)),
+                        lambda max_files, _: stdlib_repositories(max_files=max_files)),
     "environment": DevSource("python", "the standard library and the installed packages",
-                             environment_repositories),
-    "abseil": DevSource("cpp", "Abseil's C++ headers", abseil_repositories),
+                             lambda max_files, _: environment_repositories(max_files)),
+    "abseil": DevSource("cpp", "Abseil's C++ headers",
+                        lambda max_files, _: abseil_repositories(max_files)),
+    "jdk": DevSource("java", "the JDK's sources (Debian's "
+                     f"{registry_sources.JDK_SOURCE_PACKAGE})",
+                     lambda max_files, o: registry_sources.jdk_repositories(
+                         o.downloads, o.jdk_src, max_files, o.left_out)),
+    "npm": DevSource("javascript", f"{len(registry_sources.NPM_PACKAGES)} pinned npm packages",
+                     lambda max_files, o: registry_sources.npm_repositories(
+                         o.downloads, o.npm_registry, max_files=max_files,
+                         left_out=o.left_out)),
 }
 
 
@@ -207,10 +232,13 @@ def default_dev_source(language: str) -> Optional[str]:
               None)
 
 
-def write_dev_tree(out_dir: str, max_files: Optional[int] = None, source: str = "stdlib") -> str:
+def write_dev_tree(out_dir: str, max_files: Optional[int] = None, source: str = "stdlib",
+                   options: Optional[SourceOptions] = None) -> str:
   """Writes the dev tree of `source` (a key of DEV_SOURCES) to `out_dir`, replacing it only
   once it is complete."""
   language, _, read_repositories = DEV_SOURCES[source]
+  options = options or SourceOptions()
+  repositories = read_repositories(max_files, options)
   with files.local_dir_written_whole(out_dir) as partial:
-    write_flcc_tree(partial, read_repositories(max_files), language=language)
+    write_flcc_tree(partial, repositories, language=language)
   return os.path.join(out_dir, "v3")

@@ -54,9 +54,14 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
                               temperature, next_line=copying.copy_next_line)
 
 
+# The model's consensus's temperature; the line search ranks its lines by the same agreement
+# (search.ranked_by_agreement).
+MODEL_CONSENSUS_TEMPERATURE = 4.0
+
+
 @gin.configurable(module="code_t5")
 def model_consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[float],
-                         temperature: float = 4.0) -> Tuple[str, float]:
+                         temperature: float = MODEL_CONSENSUS_TEMPERATURE) -> Tuple[str, float]:
   """`consensus_line` of the model's lines alone: of the line search's `completions`, the one
   with the highest expected edit similarity to all of them, weighted by softmax(`scores` /
   `temperature`). Nothing is copied from the file: with no line of the model's, no

@@ -25,9 +25,11 @@ import tensorflow.compat.v1 as tf
 
 from code_t5 import gin_config
 from code_t5 import preprocessors
+from code_t5.decoding import consensus
 from code_t5.decoding import copy_cache
 from code_t5.decoding import healing
 from code_t5.vocabulary import EOS_ID, NEWLINE_ID
+from code_t5_session import lines as lines_lib
 
 
 def served_inputs(inputs):
@@ -353,9 +355,56 @@ def distinct_lines(predictions):
           "top_k_scores": tf.where(repeat, tf.fill(tf.shape(scores), -math.inf), scores)}
 
 
+# Python's str.rstrip() whitespace, in RE2: what `lines.line_similarity` leaves out of a line.
+_TRAILING_SPACE = r"[\t\n\x{0b}\f\r\x{1c}-\x{1f}\x{85}\p{Z}]+$"
+
+
+def ranked_by_agreement(predictions, top_k, temperature=consensus.MODEL_CONSENSUS_TEMPERATURE):
+  """{"top_k_outputs", "top_k_scores"} [batch, beams] (distinct lines, -inf for none) ->
+  the `top_k` lines that agree most with all the search's lines, first to last, with their
+  own log-probabilities, and "outputs", the first: the model's consensus
+  (`consensus.model_consensus_line`, minimum Bayes risk under edit similarity), in the graph,
+  so that eval, infer and an export suggest the same line. A line's agreement is its
+  expected `lines.line_similarity` to every line found, each weighted by softmax(log P /
+  `temperature`); equal ones keep the search's order; lines not found go last.
+
+  Why: ranked by probability alone, the best line is a short one (a line that ends after a
+  word outscores its longer rest) and trails greedy's (docs/BENCHMARK_LOG.md, "The line
+  search ranked by agreement")."""
+  lines, scores = predictions["top_k_outputs"], predictions["top_k_scores"]
+  if lines.dtype != tf.string:  # ids, on a TPU: the client ranks
+    return predictions
+  k = int(lines.shape[-1])
+  text = tf.strings.regex_replace(
+      tf.strings.substr(lines, 0, lines_lib.MAX_LINE_CHARS, unit="UTF8_CHAR"),
+      _TRAILING_SPACE, "")
+  chars = tf.strings.unicode_split(text, "UTF-8", errors="replace")  # [batch, k, (chars)]
+  first = tf.constant([i for i in range(k) for _ in range(k)])
+  second = tf.constant([j for _ in range(k) for j in range(k)])
+  distance = tf.edit_distance(tf.gather(chars, first, axis=1).to_sparse(),
+                              tf.gather(chars, second, axis=1).to_sparse(), normalize=False)
+  length = tf.cast(tf.strings.length(text, unit="UTF8_CHAR"), tf.float32)  # [batch, k]
+  longest = tf.maximum(tf.gather(length, first, axis=1), tf.gather(length, second, axis=1))
+  similarity = tf.where(longest > 0, 1.0 - distance / tf.maximum(longest, 1.0),
+                        tf.ones_like(longest))
+  similarity = tf.reshape(similarity, [-1, k, k])  # [batch, line, other]
+  found = tf.math.is_finite(scores)
+  best = tf.reduce_max(tf.where(found, scores, tf.fill(tf.shape(scores), -1e30)), axis=-1,
+                       keepdims=True)
+  weight = tf.where(found, tf.exp((scores - best) / temperature), tf.zeros_like(scores))
+  weight /= tf.maximum(tf.reduce_sum(weight, axis=-1, keepdims=True), 1e-30)
+  agreement = tf.reduce_sum(similarity * weight[:, None, :], axis=-1)
+  agreement = tf.where(found, agreement, tf.fill(tf.shape(agreement), -1.0))
+  order = tf.argsort(agreement, axis=-1, direction="DESCENDING", stable=True)[:, :top_k]
+  ranked = tf.gather(lines, order, batch_dims=1)
+  return {"top_k_outputs": ranked, "top_k_scores": tf.gather(scores, order, batch_dims=1),
+          "outputs": ranked[:, 0]}
+
+
 @gin.configurable(module="code_t5")
 def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.0,
-                          max_steps=None, never_end=False, top_k=1, min_score=None):
+                          max_steps=None, never_end=False, top_k=1, min_score=None,
+                          rank="probability"):
   """`predict_fn` for utils.run: a beam search for the rest of each line, whose best
   completion is the output, and whose `top_k` best, with their scores, are the predictions
   "top_k_outputs" and "top_k_scores" (infer writes them; an export returns them).
@@ -387,10 +436,18 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
     top_k: completions returned per prefix (at most beam_size), best first; one the search
       did not finish before it stopped is "" with score -inf.
     min_score: a completion scoring less is "" with score -inf: no suggestion (None: all).
+    rank: "probability": the lines best first by their scores; "agreement" (beam_search.gin's):
+      of all `beam_size` lines, those that agree most with the rest first
+      (`ranked_by_agreement`), the first the output. On a TPU the lines leave the graph as ids
+      and keep the probability order.
 
   Returns:
-    [batch, continuation] int32 ids: the best completion, EOS-terminated or cut.
+    [batch, continuation] int32 ids: the best completion, EOS-terminated or cut (by
+    probability; with rank = "agreement" the predictions' "outputs" is the first ranked).
   """
+  if rank not in ("probability", "agreement"):
+    raise ValueError(f"code_t5.prefix_lm_beam_search.rank = {rank!r}: one of 'probability', "
+                     "'agreement'")
   if not isinstance(model, transformer.Unitransformer):
     raise ValueError("code_t5.prefix_lm_beam_search decodes the prefix LM (delimited_lm); "
                      "for the bitransformer set Bitransformer.decode.beam_size instead")
@@ -470,13 +527,20 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
     shown = mtf.logical_and(shown, mtf.greater_equal(scores, float(min_score)))
   beams *= mtf.to_int32(shown)
   # The k best (mtf's beams come sorted by score), gathered while every score is finite: a
-  # gather multiplies by a one-hot, and -inf * 0 is NaN.
-  k_dim = mtf.Dimension("top_k", top_k)
+  # gather multiplies by a one-hot, and -inf * 0 is NaN. Ranked by agreement, all the lines:
+  # the finish ranks them and keeps top_k.
+  by_agreement = rank == "agreement" and not never_end
+  k_dim = mtf.Dimension("top_k", beam_size if by_agreement else top_k)
   best_first = mtf.range(mesh, k_dim, tf.int32)
   top_k_shown = mtf.gather(mtf.to_float(shown), best_first, beam_dim,
                            output_shape=[batch_dim, k_dim])
   top_k_scores = mtf.gather(scores, best_first, beam_dim, output_shape=[batch_dim, k_dim])
-  predict_also(finish=distinct_lines if not never_end else None, tensors={
+  finish = None
+  if by_agreement:
+    finish = lambda predictions: ranked_by_agreement(distinct_lines(predictions), top_k)
+  elif not never_end:
+    finish = distinct_lines
+  predict_also(finish=finish, tensors={
       "top_k_outputs": mtf.gather(beams, best_first, beam_dim,
                                   output_shape=[batch_dim, k_dim, beams.shape.dims[-1]]),
       # (mtf.where is arithmetic too: tf.where, slice by slice.)
