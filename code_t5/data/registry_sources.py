@@ -103,7 +103,7 @@ def jdk_repositories(downloads: str, jdk_src: Optional[str] = None,
   repository per module and package group (`openjdk/<module>-<group>`), the modules of
   JDK_LEFT_OUT_MODULES left out."""
   left_out = collections.Counter() if left_out is None else left_out
-  unpacked = _unpacked(jdk_src_zip(jdk_src), downloads, left_out)
+  unpacked = _unpacked(jdk_src_zip(jdk_src), downloads)
   found: Dict[str, Dict[str, bytes]] = {}
   for module in sorted(os.listdir(unpacked)):
     if not os.path.isdir(os.path.join(unpacked, module)):
@@ -304,7 +304,7 @@ def npm_repositories(downloads: str, registry: Optional[str] = None,
       raise SourceError(f"{e}; npm packages are fetched from {registry} "
                         "($NPM_CONFIG_REGISTRY names a mirror)") from None
     check_integrity(tarball, integrity)
-    unpacked = _unpacked(tarball, downloads, left_out)
+    unpacked = _unpacked(tarball, downloads)
     found = evenly(dict(source_files(os.path.join(unpacked, "package"), ".js", left_out,
                                      JS_LEFT_OUT_FOLDERS)), left_out)
     for path, content in found.items():
@@ -318,7 +318,7 @@ def npm_repositories(downloads: str, registry: Optional[str] = None,
 # ---- both ---------------------------------------------------------------------------------
 
 
-def _unpacked(archive_path: str, downloads: str, left_out: LeftOut) -> str:
+def _unpacked(archive_path: str, downloads: str) -> str:
   """`archive_path` unpacked once under `downloads` (whole or not at all, within
   UNPACK_LIMITS), named by its content; links left out (`archive.extract` logs them)."""
   out = os.path.join(downloads, f"{os.path.basename(archive_path)}."
@@ -353,9 +353,9 @@ def evenly(contents: Dict[str, bytes], left_out: LeftOut) -> Dict[str, bytes]:
   if len(paths) <= MAX_FILES_PER_REPOSITORY:
     return contents
   left_out[OVER_REPOSITORY_CAP] += len(paths) - MAX_FILES_PER_REPOSITORY
-  return {paths[i * len(paths) // MAX_FILES_PER_REPOSITORY]:
-          contents[paths[i * len(paths) // MAX_FILES_PER_REPOSITORY]]
-          for i in range(MAX_FILES_PER_REPOSITORY)}
+  taken = (paths[i * len(paths) // MAX_FILES_PER_REPOSITORY]
+           for i in range(MAX_FILES_PER_REPOSITORY))
+  return {path: contents[path] for path in taken}
 
 
 def is_minified(content: bytes) -> bool:
