@@ -38,8 +38,9 @@ given the same, and two baselines.
    the eval searched for it), scored as a completer of its own, and its acceptance curve: for
    thresholds on the line's score that show 100%, 90%, ... of the examples, the exact match and
    edit similarity of those shown (`metrics.acceptance`), printed, in the JSON and as a PNG
-   beside it; the likeliest of the K lines (the search's first where it ranks by probability,
-   not agreement as beam_search.gin does); and the model's consensus, the line of the K that
+   beside it (the search's lines as consensus.gin reads them, all K ranked by agreement:
+   beam_search.gin's own first line is greedy's); the likeliest of the K lines (the search's
+   first where it ranks by probability); and the model's consensus, the line of the K that
    agrees most with the others (model_consensus.gin's chooser). With --consensus too: the
    consensus line of the K lines and the file's copies (code_t5/decoding/consensus.py,
    consensus.gin's defaults). Each is a completer of its own, with its leads.
@@ -161,7 +162,8 @@ def evaluate(model_dir, data_dir, examples, gin_files, gin_params, checkpoint_st
 def line_search(model_dir, data_dir, step, prefixes, beam_size, gin_files=(), gin_params=(),
                 model_gin=MODEL_GIN, name="line_search", repositories=None):
   """[{"completions", "scores"}] of checkpoint `step` for `prefixes`: the line search's
-  `beam_size` lines, best first, and their log-probabilities, by infer with beam_search.gin
+  `beam_size` lines, ranked by agreement as consensus.gin reads them (a --gin_param may rank
+  them otherwise), and their log-probabilities, by infer with beam_search.gin
   (its files: <model_dir>/<name>*). `repositories`: each prefix's ([(path, content)],
   language) (baselines.task_repositories), its record's "repository", so that the search
   reads the context greedy's eval read."""
@@ -177,7 +179,8 @@ def line_search(model_dir, data_dir, step, prefixes, beam_size, gin_files=(), gi
   output = os.path.join(model_dir, name)
   cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files, "infer_full_line.gin",
                                                 "beam_search.gin"],
-                          [f"MIXTURE_NAME = '{EVAL_TASK}'", *gin_params,
+                          [f"MIXTURE_NAME = '{EVAL_TASK}'",
+                           "code_t5.prefix_lm_beam_search.rank = 'agreement'", *gin_params,
                            f"BEAM_SIZE = {beam_size}", f"TOP_K = {beam_size}",
                            f"CHECKPOINT_STEP = {step}",
                            f"INPUT_FILE = '{inputs}'", f"OUTPUT_FILE = '{output}'"])
@@ -538,7 +541,7 @@ def main():
     completions["line search"], line_scores = best_lines(searched)
     report["metrics"]["line search"] = baselines.score(targets, completions["line search"])
     # The search's likeliest line: its first where it ranks by probability (rank =
-    # 'probability'; beam_search.gin ranks by agreement).
+    # 'probability').
     completions["likeliest line"] = [
         found["completions"][max(range(len(found["scores"])), key=found["scores"].__getitem__)]
         if found["completions"] else "" for found in searched]

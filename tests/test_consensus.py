@@ -247,3 +247,19 @@ def test_the_line_search_ranks_its_lines_as_the_models_consensus_chooses():
     assert got[0] == consensus.model_consensus_line("", lines, scores)[0]
     moved += order != sorted(order)
   assert moved > batch // 4  # the ranking is not the probability order the rows came in
+
+  # Greedy's line first (rank = 'greedy_first'): kept first where it is found, though it agrees
+  # with no other line; the others as the rule orders them. Not found, it goes last.
+  lines = ["zzz qq", "self.items.append(x)", "self.items.append(y)", "self.items", "self"]
+  for first_score in (-9.0, -math.inf):
+    scores = [first_score, -1.0, -2.0, -0.5, -3.0]
+    kept = search.ranked_by_agreement(
+        {"top_k_outputs": tf.constant([[line.encode("utf-8") for line in lines]]),
+         "top_k_scores": tf.constant([scores], dtype=tf.float32)}, top_k=3, first_kept=True)
+    order = _agreement_order(lines, scores)
+    if first_score == -9.0:
+      assert order[0] != 0
+      order = [0] + [i for i in order if i]
+    assert [line.decode("utf-8") for line in kept["top_k_outputs"].numpy()[0]] == [
+        lines[i] for i in order[:3]]
+    assert kept["outputs"].numpy()[0].decode("utf-8") == lines[order[0]]

@@ -314,14 +314,17 @@ def check_infer(ws, proc):
 
 
 def check_beam(ws, proc):
-  """The line search's JSON per prefix: at most TOP_K = 3 lines, scores falling, none under
-  MIN_SCORE, none with a line end in it."""
+  """The line search's JSON per prefix: at most TOP_K = 3 lines, each once, none under
+  MIN_SCORE, none with a line end in it, the first greedy's (the infer block's line: the
+  tiny model's lines score about -7 to -13, far above MIN_SCORE)."""
   _check_decoded(ws, proc, "beam_completions")
-  for line in _completions(ws, "beam_completions"):
+  greedy = _completions(ws, "completions")
+  for line, greedy_line in zip(_completions(ws, "beam_completions"), greedy):
     found = json.loads(line)
     completions, scores = found["completions"], found["scores"]
-    assert len(completions) == len(scores) <= 3, found
-    assert scores == sorted(scores, reverse=True) and all(s >= -20.0 for s in scores), found
+    assert 1 <= len(completions) == len(scores) <= 3, found
+    assert completions[0] == greedy_line, (found, greedy_line)
+    assert len(set(completions)) == len(completions) and all(s >= -20.0 for s in scores), found
     assert not any("\n" in c for c in completions), found
 
 

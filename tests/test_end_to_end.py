@@ -77,7 +77,7 @@ def trained_model_dir(trained_model):
 GREEDY_8 = ["Unitransformer.sample_autoregressive.max_steps = 8"]
 NEVER_END = ["Unitransformer.sample_autoregressive.never_end = True"]
 BEAM_8 = ["code_t5.prefix_lm_beam_search.max_steps = 8"]
-TOP_3 = BEAM_8 + ["TOP_K = 3"]  # beam_search.gin's 4 beams, ranked by agreement
+TOP_3 = BEAM_8 + ["TOP_K = 3"]  # beam_search.gin's: greedy's line, then 4 beams' by agreement
 ALL_BY_PROBABILITY = BEAM_8 + ["TOP_K = 4", "code_t5.prefix_lm_beam_search.rank = 'probability'"]
 BEAM_1_NEVER_END = BEAM_8 + ["code_t5.prefix_lm_beam_search.beam_size = 1",
                              "code_t5.prefix_lm_beam_search.never_end = True"]
@@ -300,23 +300,34 @@ def _top_k(decoded, name):
 def test_the_line_search_returns_its_best_lines_with_their_scores(decoded):
   """Up to 3 lines per prefix, each once, none with a line end in it, with their scores; the
   same prefix (after the cut) gives the same lines. Ranked by probability, the likeliest
-  first; ranked by agreement (beam_search.gin's), the same search's lines in the order the
-  model's consensus rule gives them (tests/test_consensus.py holds the graph's rule to it)."""
+  first. beam_search.gin's: greedy's line first (what infer's greedy decoding wrote), scored
+  as the search scores the same line where it found it too; then the search's lines with
+  greedy's, in the order the model's consensus rule gives them (tests/test_consensus.py
+  holds the graph's rule to it)."""
   from test_consensus import _agreement_order  # pylint: disable=g-import-not-at-top
   found, every = _top_k(decoded, "beam"), _top_k(decoded, "beam by probability")
-  reordered = 0
-  for (completions, scores), (lines, line_scores) in zip(found, every):
+  greedy = _completions(decoded, "greedy")
+  reordered = scored_alike = 0
+  for (completions, scores), (lines, line_scores), greedy_line in zip(found, every, greedy):
     assert 1 <= len(completions) == len(scores) <= 3
     assert all(-1000 < s <= 0 for s in scores)
     assert not any("\n" in c for c in completions)
     assert len(set(completions)) == len(completions)  # one line, one hypothesis
     assert line_scores == sorted(line_scores, reverse=True)
-    order = _agreement_order(lines, line_scores)[:3]
-    assert completions == [lines[i] for i in order], (completions, lines, line_scores)
-    assert scores == pytest.approx([line_scores[i] for i in order], abs=1e-4)
+    assert completions[0] == greedy_line, (completions, greedy_line)
+    if greedy_line in lines:
+      assert scores[0] == pytest.approx(line_scores[lines.index(greedy_line)], abs=1e-4)
+      scored_alike += 1
+    with_greedy = [greedy_line] + [line for line in lines if line != greedy_line]
+    with_scores = scores[:1] + [s for line, s in zip(lines, line_scores) if line != greedy_line]
+    order = [i for i in _agreement_order(with_greedy, with_scores) if i][:2]
+    assert completions[1:] == [with_greedy[i] for i in order], (completions, lines, line_scores)
+    assert scores[1:] == pytest.approx([with_scores[i] for i in order], abs=1e-4)
     reordered += order != sorted(order)
   assert found[1] == found[0]
-  print(f"{reordered} of {len(found)} prefixes' lines ranked otherwise than by probability")
+  assert scored_alike  # the search found greedy's line for some prefix
+  print(f"{reordered} of {len(found)} prefixes' lines ranked otherwise than by probability; "
+        f"greedy's among the search's for {scored_alike}")
 
 
 @pytest.mark.slow

@@ -263,7 +263,8 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=PREFIX_LM_FI
         if beam else []),
       # Of width one, to set beside greedy; with a confidence threshold; and the consensus of
       # the same search as "beam"'s with copy-line.
-      *([infer("line search 1", ["beam_search.gin"], ["BEAM_SIZE = 1"], run_model=shipped),
+      *([infer("line search 1", ["beam_search.gin"], ["BEAM_SIZE = 1", BY_PROBABILITY],
+               run_model=shipped),
          infer("beam over half", ["beam_search.gin"], [
              "code_t5.prefix_lm_beam_search.max_steps = 48", "TOP_K = 3",
              f"MIN_SCORE = {LOG_HALF!r}", BY_PROBABILITY]),
@@ -302,7 +303,11 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=PREFIX_LM_FI
          infer("far searched", ["beam_search.gin"], params=[
              f"INPUT_FILE = '{data_root / 'far_prefixes.jsonl'}'", CACHE_ON, FILE_CACHE,
              "BEAM_SIZE = 1", "code_t5.prefix_lm_beam_search.never_end = True"],
-               run_model=shipped)]
+               run_model=shipped),
+         # beam_search.gin's greedy line beside the search, reading the same cache, healed.
+         infer("far greedy first", ["beam_search.gin"], params=[
+             f"INPUT_FILE = '{data_root / 'far_prefixes.jsonl'}'", CACHE_ON, FILE_CACHE,
+             "BEAM_SIZE = 2", "TOP_K = 2"], run_model=shipped)]
         if healed else []),
   ]
   proc = subprocess.run(mesh_main_runs_command(runs), cwd=REPO_ROOT, capture_output=True,
@@ -346,6 +351,7 @@ def _train_and_decode(memorise_data, root, model, beam, model_files=PREFIX_LM_FI
           "far cached file": lines("far cached"),
           "greedy eval cached file": predictions(f"train_eval_{FILE_EVAL}"),
           "far searched file": top_k("far searched"),
+          "far greedy first": top_k("far greedy first"),
           # mesh-tf logs each feature its model function imports: in the last three runs (eval,
           # greedy infer and the line search with the file's cache), (the file's ids imported,
           # the inputs imported).
@@ -940,10 +946,13 @@ def test_the_line_search_reads_the_copy_cache(causal):
   gave '===3333...'. (Where a line of the search ends is not held here: it sets the line
   ended so far against the open one's whole score, and in CI runs it ended at " wibble" and
   at " w".) Wider, this memorising model's likeliest lines for a line it never saw are
-  others."""
+  others: beam_search.gin's first line is greedy's, decoded beside the search from the same
+  cache and healed pieces, scored as a line of the search is."""
   (_, rest), _ = far_prefixes()
   assert causal["far cached file"] == [rest, rest]
   assert [lines for lines, _ in causal["far searched file"]] == [[rest], [rest]]
+  for lines, scores in causal["far greedy first"]:
+    assert lines[0] == rest and -1000 < scores[0] < 0, (lines, scores)
 
 
 @pytest.mark.slow

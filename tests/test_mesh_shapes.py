@@ -228,13 +228,15 @@ def test_healed_and_cached_greedy_decoding_on_a_split_mesh_is_one_devices(runs):
 
 
 def test_the_line_search_on_a_split_mesh_is_one_devices(runs):
-  """The same lines, best first, with the same scores, where the model and its vocabulary are
-  split in two (with healing and the copy cache)."""
+  """The same lines, in the same order, with the same scores, where the model and its
+  vocabulary are split in two (with healing and the copy cache); the first greedy's
+  (beam_search.gin's), decoded beside the search on either mesh."""
   def searched(shape):
     return [json.loads(line) for line in runs[shape]["healed"]["searched"]]
   reference, split = searched("cpu"), searched("model:2,batch:2")
   assert len(reference) == len(PREFIXES)
   assert sum(len(found["completions"]) for found in reference) > len(PREFIXES)
-  for found, found_split in zip(reference, split):
+  for found, found_split, greedy in zip(reference, split, runs["cpu"]["healed"]["healed"]):
+    assert found["completions"][0] == greedy
     assert found_split["completions"] == found["completions"]
     assert found_split["scores"] == pytest.approx(found["scores"], abs=1e-4)

@@ -255,35 +255,56 @@ def greedy_decode(model, features, variable_dtype, stop_at_line_end=True):
   if healer:
     inputs = healer.inputs
   steps = gin_config.run_parameter("sequence_length")["targets"] + pieces
-  mesh = inputs.mesh
-  batch_dims, length_dim = inputs.shape.dims[:-1], inputs.shape.dims[-1]
-  reader = _PrefixReader(model, mtf.pad(inputs, [0, steps], length_dim.name), variable_dtype)
-  decode_dim = mtf.Dimension("decode_length", steps)
-  line_end = NEWLINE_ID if stop_at_line_end else EOS_ID
+  reader = _PrefixReader(model, mtf.pad(inputs, [0, steps], inputs.shape.dims[-1].name),
+                         variable_dtype)
   cache = _copy_cache(model, inputs, features)
+  continuation, _ = _greedy_line(model, reader, cache, healer, steps,
+                                 NEWLINE_ID if stop_at_line_end else EOS_ID)
+  return healer.cut(continuation) if healer else continuation
 
-  def cond_fn(step, continuation, *states):
-    del states
-    ended = mtf.reduce_any(mtf.logical_or(mtf.equal(continuation, line_end),
-                                          mtf.equal(continuation, EOS_ID)),
-                           reduced_dim=decode_dim)
-    return mtf.logical_and(mtf.less(step, steps), mtf.logical_not(mtf.reduce_all(ended)))
 
-  def body_fn(step, continuation, *states):
+def _greedy_line(model, reader, cache, healer, steps, line_end, scored=False):
+  """The argmax token at each step after the prefix `reader` read, for at most `steps` tokens
+  or until every row has written `line_end` or EOS: ([batch dims, steps] ids, healed pieces
+  and all; then zeros), and, if `scored`, each row's score as the line search scores a line
+  ([batch dims]: the sum of log softmax(`line_end_logits`) of its tokens up to its line end),
+  else None. `cache`, `healer`: a `_CopyCache`, a `_Healing` on the same rows, or None."""
+  mesh = reader.mesh
+  decode_dim = mtf.Dimension("decode_length", steps)
+  vocab_dim = model.output_vocab_dim
+
+  def ended_rows(continuation):
+    return mtf.reduce_any(mtf.logical_or(mtf.equal(continuation, line_end),
+                                         mtf.equal(continuation, EOS_ID)),
+                          reduced_dim=decode_dim)
+
+  def cond_fn(step, continuation, score, *states):
+    del score, states
+    return mtf.logical_and(mtf.less(step, steps),
+                           mtf.logical_not(mtf.reduce_all(ended_rows(continuation))))
+
+  def body_fn(step, continuation, score, *states):
     previous = mtf.gather(continuation, step - 1, decode_dim)
     logits, new_states = reader.logits(step, previous, states)
     if cache:
       logits = cache.mixed(logits, continuation, step)
     if healer:
       logits += healer.mask(continuation, step)
-    token = mtf.argmax(logits, model.output_vocab_dim)
+    token = mtf.argmax(logits, vocab_dim)
+    if scored:  # the token's log-probability, the line's two ends one event (as the search's)
+      log_probs = mtf.log_softmax(line_end_logits(logits, vocab_dim), vocab_dim)
+      written = mtf.reduce_sum(log_probs * mtf.one_hot(line_end_targets(token), vocab_dim,
+                                                       dtype=log_probs.dtype),
+                               reduced_dim=vocab_dim)
+      score += written * mtf.to_float(mtf.logical_not(ended_rows(continuation)))
     continuation += token * mtf.one_hot(step, decode_dim, dtype=tf.int32)
-    return [step + 1, continuation] + new_states
+    return [step + 1, continuation, score] + new_states
 
   start = [mtf.constant(mesh, 0, dtype=tf.int32),
-           mtf.zeros(mesh, batch_dims + [decode_dim], tf.int32)]
-  continuation = mtf.while_loop(cond_fn, body_fn, start + reader.states)[1]
-  return healer.cut(continuation) if healer else continuation
+           mtf.zeros(mesh, reader.batch_dims + [decode_dim], tf.int32),
+           mtf.zeros(mesh, reader.batch_dims, tf.float32)]
+  _, continuation, score = mtf.while_loop(cond_fn, body_fn, start + reader.states)[:3]
+  return continuation, (score if scored else None)
 
 
 def line_end_logits(logits, vocab_dim):
@@ -359,7 +380,8 @@ def distinct_lines(predictions):
 _TRAILING_SPACE = r"[\t\n\x{0b}\f\r\x{1c}-\x{1f}\x{85}\p{Z}]+$"
 
 
-def ranked_by_agreement(predictions, top_k, temperature=consensus.MODEL_CONSENSUS_TEMPERATURE):
+def ranked_by_agreement(predictions, top_k, temperature=consensus.MODEL_CONSENSUS_TEMPERATURE,
+                        first_kept=False):
   """{"top_k_outputs", "top_k_scores"} [batch, beams] (distinct lines, -inf for none) ->
   the `top_k` lines that agree most with all the search's lines, first to last, with their
   own log-probabilities, and "outputs", the first: the model's consensus
@@ -368,12 +390,15 @@ def ranked_by_agreement(predictions, top_k, temperature=consensus.MODEL_CONSENSU
   expected `lines.line_similarity` to every line found, each weighted by softmax(log P /
   `temperature`); equal ones keep the search's order; lines not found go last.
 
+  `first_kept`: the first line (greedy's, rank = 'greedy_first') stays first where it is
+  found, and counts among the lines the others agree with.
+
   Why: ranked by probability alone, the best line is a short one (a line that ends after a
   word outscores its longer rest) and trails greedy's (docs/BENCHMARK_LOG.md, "The line
   search ranked by agreement")."""
   lines, scores = predictions["top_k_outputs"], predictions["top_k_scores"]
   if lines.dtype != tf.string:  # ids, on a TPU: the client ranks
-    return predictions
+    return {"top_k_outputs": lines[:, :top_k], "top_k_scores": scores[:, :top_k]}
   k = int(lines.shape[-1])
   text = tf.strings.regex_replace(
       tf.strings.substr(lines, 0, lines_lib.MAX_LINE_CHARS, unit="UTF8_CHAR"),
@@ -394,11 +419,17 @@ def ranked_by_agreement(predictions, top_k, temperature=consensus.MODEL_CONSENSU
   weight = tf.where(found, tf.exp((scores - best) / temperature), tf.zeros_like(scores))
   weight /= tf.maximum(tf.reduce_sum(weight, axis=-1, keepdims=True), 1e-30)
   agreement = tf.reduce_sum(similarity * weight[:, None, :], axis=-1)
+  if first_kept:  # similarities are at most 1
+    agreement += tf.constant([2.0] + [0.0] * (k - 1))
   agreement = tf.where(found, agreement, tf.fill(tf.shape(agreement), -1.0))
   order = tf.argsort(agreement, axis=-1, direction="DESCENDING", stable=True)[:, :top_k]
   ranked = tf.gather(lines, order, batch_dims=1)
   return {"top_k_outputs": ranked, "top_k_scores": tf.gather(scores, order, batch_dims=1),
           "outputs": ranked[:, 0]}
+
+
+# How the line search orders its lines (prefix_lm_beam_search's `rank`).
+RANKS = ("probability", "agreement", "greedy_first")
 
 
 @gin.configurable(module="code_t5")
@@ -436,18 +467,21 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
     top_k: completions returned per prefix (at most beam_size), best first; one the search
       did not finish before it stopped is "" with score -inf.
     min_score: a completion scoring less is "" with score -inf: no suggestion (None: all).
-    rank: "probability": the lines best first by their scores; "agreement" (beam_search.gin's):
-      of all `beam_size` lines, those that agree most with the rest first
-      (`ranked_by_agreement`), the first the output. On a TPU the lines leave the graph as ids
-      and keep the probability order.
+    rank: "probability": the lines best first by their scores; "agreement": of all
+      `beam_size` lines, those that agree most with the rest first (`ranked_by_agreement`),
+      the first the output; "greedy_first" (beam_search.gin's): greedy's line, decoded beside
+      the search from the same reading of the prefix and scored as its lines are, first and
+      the output, then the search's lines by agreement (with greedy's among them). On a TPU
+      the lines leave the graph as ids and keep the probability order (greedy's first).
 
   Returns:
     [batch, continuation] int32 ids: the best completion, EOS-terminated or cut (by
-    probability; with rank = "agreement" the predictions' "outputs" is the first ranked).
+    probability; greedy's with rank = "greedy_first"; with rank = "agreement" the
+    predictions' "outputs" is the first ranked).
   """
-  if rank not in ("probability", "agreement"):
-    raise ValueError(f"code_t5.prefix_lm_beam_search.rank = {rank!r}: one of 'probability', "
-                     "'agreement'")
+  if rank not in RANKS:
+    raise ValueError(f"code_t5.prefix_lm_beam_search.rank = {rank!r}: one of "
+                     + ", ".join(map(repr, RANKS)))
   if not isinstance(model, transformer.Unitransformer):
     raise ValueError("code_t5.prefix_lm_beam_search decodes the prefix LM (delimited_lm); "
                      "for the bitransformer set Bitransformer.decode.beam_size instead")
@@ -467,17 +501,21 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   beam_dim = mtf.Dimension("beam", beam_size)
   decode_dim = mtf.Dimension("decode_length", max_steps)
   batch_dims = [batch_dim, beam_dim]
-  if healer:
-    healer.broadcast(batch_dims)
   cache = _copy_cache(model, inputs, features)  # greedy's, on each beam's own line
-  if cache:
-    cache.broadcast(batch_dims)
-
-  # Room after the prefix for the continuation; the prefix read once, as greedy reads it, its
-  # states then the same for every beam.
+  # Room after the prefix for the continuation; the prefix read once, as greedy reads it.
   reader = _PrefixReader(model, mtf.pad(inputs, [0, max_steps], length_dim.name),
                          variable_dtype)
-  reader.broadcast(batch_dims)
+  with_greedy = rank == "greedy_first" and not never_end
+  if with_greedy:  # greedy's line, on the prefix's rows, before they become beams
+    greedy, greedy_score = _greedy_line(model, reader, cache, healer, max_steps, NEWLINE_ID,
+                                        scored=True)
+    greedy = line_end_as_eos(greedy)
+    if healer:
+      greedy = healer.cut(greedy)
+  # The prefix's states, copy cache and healed pieces, the same for every beam.
+  for part in (reader, cache, healer):
+    if part:
+      part.broadcast(batch_dims)
 
   def logits_fn(step, continuation, states):
     """Logits for sequence position len(prefix) + step, given the continuation so far."""
@@ -529,25 +567,40 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   # The k best (mtf's beams come sorted by score), gathered while every score is finite: a
   # gather multiplies by a one-hot, and -inf * 0 is NaN. Ranked by agreement, all the lines:
   # the finish ranks them and keeps top_k.
-  by_agreement = rank == "agreement" and not never_end
+  by_agreement = rank != "probability" and not never_end
   k_dim = mtf.Dimension("top_k", beam_size if by_agreement else top_k)
   best_first = mtf.range(mesh, k_dim, tf.int32)
   top_k_shown = mtf.gather(mtf.to_float(shown), best_first, beam_dim,
                            output_shape=[batch_dim, k_dim])
   top_k_scores = mtf.gather(scores, best_first, beam_dim, output_shape=[batch_dim, k_dim])
+  top_k_outputs = mtf.gather(beams, best_first, beam_dim,
+                             output_shape=[batch_dim, k_dim, beams.shape.dims[-1]])
+  if with_greedy:  # greedy's line the first of them, shown as the search's are
+    greedy_shown = mtf.to_float(mtf.greater_equal(
+        greedy_score, float(min_score) if min_score is not None else -mtf.beam_search.INF))
+    first_dim = mtf.Dimension(k_dim.name, 1)
+    top_k_outputs = mtf.concat(
+        [mtf.reshape(greedy * mtf.to_int32(greedy_shown),
+                     [batch_dim, first_dim, greedy.shape.dims[-1]]), top_k_outputs], k_dim.name)
+    top_k_scores = mtf.concat([mtf.reshape(greedy_score, [batch_dim, first_dim]), top_k_scores],
+                              k_dim.name)
+    top_k_shown = mtf.concat([mtf.reshape(greedy_shown, [batch_dim, first_dim]), top_k_shown],
+                             k_dim.name)
   finish = None
   if by_agreement:
-    finish = lambda predictions: ranked_by_agreement(distinct_lines(predictions), top_k)
+    finish = lambda predictions: ranked_by_agreement(distinct_lines(predictions), top_k,
+                                                     first_kept=with_greedy)
   elif not never_end:
     finish = distinct_lines
   predict_also(finish=finish, tensors={
-      "top_k_outputs": mtf.gather(beams, best_first, beam_dim,
-                                  output_shape=[batch_dim, k_dim, beams.shape.dims[-1]]),
+      "top_k_outputs": top_k_outputs,
       # (mtf.where is arithmetic too: tf.where, slice by slice.)
       "top_k_scores": mtf.slicewise(
           lambda score, kept: tf.where(kept > 0.5, score, tf.fill(tf.shape(score), -math.inf)),
           [top_k_scores, top_k_shown], output_shape=top_k_scores.shape,
           output_dtype=tf.float32, splittable_dims=top_k_scores.shape.dims)})
+  if with_greedy:
+    return greedy * mtf.to_int32(greedy_shown)
   return mtf.gather(beams, mtf.constant(mesh, 0, dtype=tf.int32), beam_dim)
 
 

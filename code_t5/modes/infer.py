@@ -5,7 +5,8 @@
 Every prefix is prepared exactly as the full-line Task prepares its inputs
 (`preprocessors.model_inputs`): tokenize, keep the longest tail that starts a line and fits,
 EOS. Greedy decoding writes one completion per line; the line search (beam_search.gin) one
-JSON object per line, its top k completions and their scores, best first; the consensus line
+JSON object per line, its top k completions and their scores, in its order (beam_search.gin's:
+greedy's line first); the consensus line
 (consensus.gin) one JSON object per line, the line chosen and its confidence.
 """
 
@@ -134,8 +135,8 @@ def _text(decoded, vocabulary):
 
 def completion_line(result, vocabulary):
   """What infer writes of one prefix's prediction: its completion; or, from the line search,
-  {"completions": [...], "scores": [...]}, the k best with their log-probabilities (nats),
-  best first, without those it did not finish or that scored under its min_score (-inf)."""
+  {"completions": [...], "scores": [...]}, its k lines with their log-probabilities (nats),
+  in its order, without those it did not finish or that scored under its min_score (-inf)."""
   if "top_k_scores" not in result:
     return _text(result["outputs"], vocabulary)
   completions, scores = searched_lines(result, vocabulary)
@@ -143,8 +144,8 @@ def completion_line(result, vocabulary):
 
 
 def searched_lines(result, vocabulary):
-  """(completions, scores) of the line search's prediction for one prefix: the k best, best
-  first, with their log-probabilities (nats, to 6 decimals, as infer writes them), without
+  """(completions, scores) of the line search's prediction for one prefix: its k lines, in its
+  order (`code_t5.prefix_lm_beam_search.rank`), with their log-probabilities (nats, to 6 decimals, as infer writes them), without
   those it did not finish or that scored under its min_score (-inf)."""
   kept = [(_text(output, vocabulary), round(float(score), 6))
           for output, score in zip(result["top_k_outputs"], result["top_k_scores"])
