@@ -239,13 +239,15 @@ def built_languages(data_dir: str):
 
 
 @gin.configurable(module="code_t5")
-def multilingual_mixture(languages=None, language_rates=None) -> str:
+def multilingual_mixture(languages=None, language_rates=None, causal=False) -> str:
   """Registers `flcc_multilingual` and returns its name, for MIXTURE_NAME (module doc).
 
   The `_shared` Tasks of `languages` (default: every language built in the data dir, looked
   up now, when the data dir is known), each at `language_rates[language]` (default 1) times
-  its objective's `mixture_rate`. Registered anew at each call: gin calls it wherever
-  MIXTURE_NAME is read, and every call sees the same bindings.
+  its objective's `mixture_rate`: prefix LM and full line, as `flcc_<lang>`; with `causal`,
+  the causal LM and full line, as `flcc_<lang>_causal` (for models/causal.gin's model, the
+  dev recipe's). Registered anew at each call: gin calls it wherever MIXTURE_NAME is read,
+  and every call sees the same bindings.
   """
   data_dir = vocabulary.tfds_data_dir()
   built = built_languages(data_dir)
@@ -265,7 +267,7 @@ def multilingual_mixture(languages=None, language_rates=None) -> str:
                      f"{', '.join(sorted(unknown))}")
   tasks = []
   for language in languages:
-    for objective in ("prefix_lm", "full_line"):
+    for objective in ("lm" if causal else "prefix_lm", "full_line"):
       task = seqio.get_mixture_or_task(f"flcc_{language}_{objective}{SHARED_SUFFIX}")
       tasks.append((task.name, language_rates.get(language, 1.0) * mixture_rate(task)))
   seqio.MixtureRegistry.remove(MULTILINGUAL)

@@ -102,13 +102,19 @@ def train(model_dir, data_dir, steps, gin_files, gin_params, resume=False,
   with open(times_path, "w") as f:
     json.dump(parts, f, indent=1)
   cmd = mesh_main_command(model_dir, data_dir, [model_gin, *gin_files],
-                          [f"MIXTURE_NAME = '{mixture}'", f"run.train_steps = {steps}",
+                          [f"MIXTURE_NAME = {mixture_name(mixture)}", f"run.train_steps = {steps}",
                            *gin_params])
   run_logged(cmd, os.path.join(model_dir, "train.log"), "training", append=resume)
   parts[-1].update(to_step=last_checkpoint_step(model_dir), wall_s=time.time() - start)
   with open(times_path, "w") as f:
     json.dump(parts, f, indent=1)
   return recorded_training(parts)[1]
+
+
+def mixture_name(mixture):
+  """MIXTURE_NAME's value in gin: a name quoted, a configurable's call ("@code_t5.
+  multilingual_mixture()") as it is."""
+  return mixture if mixture.startswith("@") else f"'{mixture}'"
 
 
 def train_times_path(model_dir):
@@ -409,7 +415,13 @@ def main():
                            "scores flcc_<language>_full_line")
   parser.add_argument("--mixture", default=None,
                       help="the Task or Mixture the model trains on (default "
-                           "flcc_<language>_causal; its eval: flcc_<language>_full_line)")
+                           "flcc_<language>_causal; its eval: flcc_<language>_full_line), or "
+                           "a configurable's call: '@code_t5.multilingual_mixture()'")
+  parser.add_argument("--shared_vocabulary", action="store_true",
+                      help="the model reads the vocabulary shared by several languages "
+                           "(`code_t5.data vocab --languages=...`): it scores "
+                           "flcc_<language>_full_line_shared, and trains on "
+                           "flcc_<language>_causal_shared unless --mixture says otherwise")
   parser.add_argument("--line_search", type=int, default=0, metavar="K",
                       help="also complete by the line search with K beams, and report its "
                            "acceptance curve (0: not)")
@@ -426,9 +438,20 @@ def main():
     parser.error("the GPT peer's copy cache reads its window alone: with file_cache.gin (or "
                  "code_t5.copy_cache.file_tokens) give --no_peer")
   global EVAL_TASK
-  EVAL_TASK = f"flcc_{args.language}_full_line"
-  args.mixture = args.mixture or f"flcc_{args.language}_causal"
+  shared = "_shared" if args.shared_vocabulary else ""
+  EVAL_TASK = f"flcc_{args.language}_full_line{shared}"
+  args.mixture = args.mixture or f"flcc_{args.language}_causal{shared}"
+  if args.mixture.startswith("@") and not args.no_peer:
+    parser.error("the GPT peer trains on the scored language's train split alone, not on "
+                 "--mixture=@...: give --no_peer")
   require_dataset("bench_learning", args.data_dir, args.language)
+  if args.shared_vocabulary:
+    from code_t5 import vocabulary  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    path = vocabulary.vocab_path(args.data_dir, vocabulary.SHARED)
+    if not tf.io.gfile.exists(path):
+      sys.exit(f"bench_learning: {path}: no shared vocabulary: run `python -m code_t5.data "
+               f"vocab --data_dir={args.data_dir} --languages=<all of them>`")
   rows, context = positions_per_step(args.model_dir, args.model_gin, args.gin_file,
                                      args.gin_param)
   args.steps = args.steps or -(-args.tokens // (rows * context))

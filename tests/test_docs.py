@@ -315,15 +315,16 @@ def check_infer(ws, proc):
 
 def check_beam(ws, proc):
   """The line search's JSON per prefix: at most TOP_K = 3 lines, each once, none under
-  MIN_SCORE, none with a line end in it, the first greedy's (the infer block's line: the
-  tiny model's lines score about -7 to -13, far above MIN_SCORE)."""
+  MIN_SCORE, none with a line end in it; greedy's (the infer block's line) first, or not
+  there: the tiny model's greedy line can repeat a word to the targets' length and score under
+  MIN_SCORE (-44 and -68 in one CI run, where the search's own lines scored -12 to -26)."""
   _check_decoded(ws, proc, "beam_completions")
   greedy = _completions(ws, "completions")
   for line, greedy_line in zip(_completions(ws, "beam_completions"), greedy):
     found = json.loads(line)
     completions, scores = found["completions"], found["scores"]
-    assert 1 <= len(completions) == len(scores) <= 3, found
-    assert completions[0] == greedy_line, (found, greedy_line)
+    assert len(completions) == len(scores) <= 3, found
+    assert greedy_line not in completions[1:], (found, greedy_line)
     assert len(set(completions)) == len(completions) and all(s >= -20.0 for s in scores), found
     assert not any("\n" in c for c in completions), found
 

@@ -183,6 +183,26 @@ def shared_vocabulary(three_languages):
   return three_languages
 
 
+def test_the_causal_multilingual_mixture_mixes_each_languages_causal_tasks(shared_vocabulary):
+  """causal = True: the causal LM and full-line Tasks of each language, on the shared
+  vocabulary, at flcc_<lang>_causal's rates (4 to 1); by default the prefix LM's."""
+  import seqio  # pylint: disable=g-import-not-at-top
+  from code_t5 import tasks  # pylint: disable=g-import-not-at-top
+  seqio.set_tfds_data_dir_override(shared_vocabulary)
+  try:
+    for causal, objective in ((True, "lm"), (False, "prefix_lm")):
+      mixture = seqio.get_mixture_or_task(tasks.multilingual_mixture(
+          languages=["java", "JavaScript"], language_rates={"java": 2.0}, causal=causal))
+      rates = {task.name: mixture.get_rate(task) for task in mixture.tasks}
+      own = 4.0 if causal else 1.0
+      assert rates == {f"flcc_java_{objective}_shared": 2.0 * own,
+                       "flcc_java_full_line_shared": 2.0,
+                       f"flcc_javascript_{objective}_shared": own,
+                       "flcc_javascript_full_line_shared": 1.0}, rates
+  finally:
+    seqio.set_tfds_data_dir_override(None)
+
+
 @pytest.mark.slow
 def test_a_multilingual_mixture_naming_a_language_not_built_is_one_line(shared_vocabulary,
                                                                         tmp_path):
