@@ -578,10 +578,11 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
   if with_greedy:  # greedy's line the first of them, shown as the search's are
     greedy_shown = mtf.to_float(mtf.greater_equal(
         greedy_score, float(min_score) if min_score is not None else -mtf.beam_search.INF))
+    greedy *= mtf.to_int32(greedy_shown)  # under min_score: padding, as a beam's
     first_dim = mtf.Dimension(k_dim.name, 1)
     top_k_outputs = mtf.concat(
-        [mtf.reshape(greedy * mtf.to_int32(greedy_shown),
-                     [batch_dim, first_dim, greedy.shape.dims[-1]]), top_k_outputs], k_dim.name)
+        [mtf.reshape(greedy, [batch_dim, first_dim, greedy.shape.dims[-1]]), top_k_outputs],
+        k_dim.name)
     top_k_scores = mtf.concat([mtf.reshape(greedy_score, [batch_dim, first_dim]), top_k_scores],
                               k_dim.name)
     top_k_shown = mtf.concat([mtf.reshape(greedy_shown, [batch_dim, first_dim]), top_k_shown],
@@ -600,7 +601,7 @@ def prefix_lm_beam_search(model, features, variable_dtype, beam_size=4, alpha=0.
           [top_k_scores, top_k_shown], output_shape=top_k_scores.shape,
           output_dtype=tf.float32, splittable_dims=top_k_scores.shape.dims)})
   if with_greedy:
-    return greedy * mtf.to_int32(greedy_shown)
+    return greedy
   return mtf.gather(beams, mtf.constant(mesh, 0, dtype=tf.int32), beam_dim)
 
 

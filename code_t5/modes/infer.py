@@ -145,8 +145,9 @@ def completion_line(result, vocabulary):
 
 def searched_lines(result, vocabulary):
   """(completions, scores) of the line search's prediction for one prefix: its k lines, in its
-  order (`code_t5.prefix_lm_beam_search.rank`), with their log-probabilities (nats, to 6 decimals, as infer writes them), without
-  those it did not finish or that scored under its min_score (-inf)."""
+  order (`code_t5.prefix_lm_beam_search.rank`), with their log-probabilities (nats, to 6
+  decimals, as infer writes them), without those it did not finish or that scored under its
+  min_score (-inf)."""
   kept = [(_text(output, vocabulary), round(float(score), 6))
           for output, score in zip(result["top_k_outputs"], result["top_k_scores"])
           if not math.isinf(score)]
