@@ -48,10 +48,11 @@ NEAR_DUPLICATES_EVERYWHERE = ("--near_duplicates=drop", "--near_duplicate_thresh
 
 @pytest.mark.slow
 @pytest.mark.parametrize("beam_options, flags", [
-    ("", NEAR_DUPLICATES_EVERYWHERE),
-    # What a machine with many cores uses for the full dataset: worker processes of their own.
-    ("--direct_num_workers=2 --direct_running_mode=multi_processing", ()),
-], ids=["one process, near-duplicates dropped", "two worker processes"])
+    ("", ()),
+    # What a machine with many cores uses for the full dataset: worker processes of their own,
+    # each judging a share of the near-duplicates (beam_near_duplicates).
+    ("--direct_num_workers=2 --direct_running_mode=multi_processing", NEAR_DUPLICATES_EVERYWHERE),
+], ids=["one process", "two worker processes, near-duplicates dropped"])
 def test_beam_build_matches_the_in_process_build(flcc_tree, flcc_data_dir, tmp_path,
                                                  beam_options, flags):
   beam_dir = str(tmp_path / "beam")

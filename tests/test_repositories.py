@@ -444,6 +444,26 @@ def test_pairs_are_kept_where_datasketchs_estimate_reaches_the_threshold():
   assert (0, 1) in expected and (0, 3) not in expected  # at 0.99: the planted pair still is
 
 
+def test_band_buckets_are_datasketchs_lsh_buckets():
+  """near_duplicates.band_keys (the in-process and the Beam build group files on them) against
+  datasketch's MinHashLSH, which found the candidates before: the same buckets in every band."""
+  from datasketch import MinHashLSH  # pylint: disable=g-import-not-at-top
+  contents = [TEXTWRAP, VENDORED_TEXTWRAP, TEXTWRAP.replace(b"    ", b"  "), _stdlib("ast.py"),
+              _stdlib("ast.py")[:20000], b"", b"x"]
+  signatures = [near_duplicates.signature(c) for c in contents]
+  for threshold in (0.5, 0.85):
+    index = MinHashLSH(num_perm=near_duplicates.NUM_PERM,
+                       params=near_duplicates.lsh_bands(threshold))
+    for number, values in enumerate(signatures):
+      index.insert(number, near_duplicates.as_minhash(values))
+    for band, table in enumerate(index.hashtables):
+      ours = collections.defaultdict(list)
+      for number, values in enumerate(signatures):
+        ours[near_duplicates.band_keys(values, threshold)[band]].append(number)
+      assert sorted(ours.values()) == sorted(sorted(table.get(key)) for key in table.keys())
+    assert any(len(members) > 1 for members in ours.values())
+
+
 def test_lsh_bands_make_a_pair_at_the_threshold_a_candidate():
   for threshold in (0.5, 0.7, 0.85, 0.95):
     bands, rows = near_duplicates.lsh_bands(threshold)

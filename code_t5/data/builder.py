@@ -127,6 +127,7 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
 
   def _beam_split_generators(self, dl_manager: tfds.download.DownloadManager, pipeline):
     import apache_beam as beam  # pylint: disable=g-import-not-at-top
+    from code_t5.data import beam_near_duplicates as beam_near  # pylint: disable=g-import-not-at-top
     flcc_dir = os.fspath(dl_manager.manual_dir)
     language, options = self.builder_config.language, self.options
     flcc.check_language(language)
@@ -141,14 +142,16 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
             | "GroupBySha" >> beam.GroupByKey()
             | "KeepFirstCopy" >> beam.Map(_beam_first_copy))
     if near.on:
-      # One worker judges every signature (128 uint32 a file: 0.5 GB per million files), as
-      # the in-process build does, in build order; the splits keep what it did not remove.
+      # Judged in the pipeline (beam_near_duplicates); the removed files leave by a join.
       removed = (kept
-                 | "Signatures" >> beam.Map(lambda kv: (kv[1][2], kv[0], kv[1][1], kv[1][4]))
-                 | "AllSignatures" >> beam.combiners.ToList()
-                 | "JudgeNearDuplicates" >> beam.Map(_beam_judge, near))
-      kept = kept | "DropNearDuplicates" >> beam.Filter(
-          lambda kv, removed: kv[1][1] not in removed, beam.pvalue.AsSingleton(removed))
+                 | "Signatures" >> beam.Map(lambda kv: (kv[1][2], kv[0], kv[1][4]))
+                 | "JudgeNearDuplicates" >> beam_near.JudgeNearDuplicates(near, _inc)
+                 | "RemovedByOrder" >> beam.Map(lambda order: (order, True)))
+      kept = ({"file": kept | "ByOrder" >> beam.Map(_beam_unsigned),
+               "removed": removed}
+              | "JoinRemoved" >> beam.CoGroupByKey()
+              | "DropNearDuplicates" >> beam.FlatMap(
+                  lambda kv: [] if kv[1]["removed"] else kv[1]["file"]))
     kept = kept | "CountKept" >> beam.Map(_beam_count_kept)
     _ = (kept
          | "SplitRepository" >> beam.Map(lambda kv: (kv[0], kv[1][0].repository))
@@ -173,6 +176,10 @@ class Flcc(tfds.core.GeneratorBasedBuilder):
     counters = collections.Counter(
         {r.key.metric.name: r.committed for r in results["counters"]})
     language = self.builder_config.language
+    if self.options.near_duplicates.on:
+      from code_t5.data import beam_near_duplicates as beam_near  # pylint: disable=g-import-not-at-top
+      print(f"near-duplicates judged in the pipeline: {beam_near.largest_state(pipeline_result)}"
+            " (what one worker held at once)", flush=True)
     flcc.check_not_empty(self._beam_flcc_dir, language,
                          sum(counters[f"files:{s}"] for s in flcc.SPLITS), counters)
     self._write_report(flcc.report_from_counters(language, counters, self.options.ratios,
@@ -208,14 +215,11 @@ def _beam_first_copy(sha_and_copies):
   return split, (source, sha, order, size, signature)
 
 
-def _beam_judge(signatures, near):
-  """near_lib.judge over (order, split, sha, signature) of every kept file, in build
-  order; its counts become the pipeline's counters. Returns the removed shas."""
-  signatures = sorted(signatures, key=lambda entry: entry[0])
-  verdict = near_lib.judge([entry[1:] for entry in signatures], near)
-  for name, value in verdict.counters.items():
-    _inc(name, value)
-  return verdict.removed
+def _beam_unsigned(kv):
+  """A kept file keyed by its order for the join with the removed ones, its signature left
+  out (the join need not move it)."""
+  split, (source, sha, order, size, _) = kv
+  return order, (split, (source, sha, order, size, None))
 
 
 def _beam_count_kept(kv):

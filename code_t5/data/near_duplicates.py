@@ -4,8 +4,8 @@ Exact duplicates are caught by sha-256 (`flcc.plan_build`); this catches the res
 copy with another header, a fork, generated variants. Two files are near-duplicates when the
 Jaccard similarity of their sets of 5-token shingles (tokens split at whitespace), as
 datasketch's MinHash estimates it from 128 hash values, is at least the threshold (0.85 by
-default, as for The Stack). datasketch's MinHashLSH finds the candidate pairs; each is kept
-only if its estimate reaches the threshold.
+default, as for The Stack). LSH bands (datasketch's MinHashLSH's) find the candidate pairs;
+each is kept only if its estimate reaches the threshold.
 
 The judgement comes after the split by repository, over every split at once:
   holdout  (default) every validation or test file with a near-duplicate in train is removed,
@@ -15,7 +15,8 @@ The judgement comes after the split by repository, over every split at once:
   off      nothing is computed.
 
 A file's signature depends on its bytes alone (seeded permutations, crc32 of tokens), so the
-in-process and the Beam build judge the same pairs, and `judge` is the one place that decides.
+in-process and the Beam build judge the same pairs: `judge` decides in one process, and
+beam_near_duplicates.py decides the same in a pipeline, on the bands and rule (`reaches`) here.
 """
 
 import collections
@@ -120,37 +121,54 @@ def lsh_bands(threshold: float, num_perm: int = NUM_PERM) -> Tuple[int, int]:
   return num_perm, 1
 
 
-def _near_pairs(signatures: Sequence[np.ndarray], threshold: float) -> np.ndarray:
-  """Every pair (i, j), i < j, that shares a bucket of datasketch's MinHashLSH (all files are
-  in the index, so its buckets hold every candidate pair: no file needs a query) and whose
-  estimated Jaccard reaches `threshold`, as an array of shape (pairs, 2), sorted."""
+def band_slices(threshold: float) -> Tuple[slice, ...]:
+  """The LSH bands of a signature: lsh_bands' `rows` values each, as datasketch's MinHashLSH
+  cuts them. Two files are a candidate pair when all the values of one band are equal."""
   bands, rows = lsh_bands(threshold)
-  index = _datasketch()[0].MinHashLSH(num_perm=NUM_PERM, params=(bands, rows))
-  with index.insertion_session() as session:
-    for number, values in enumerate(signatures):
-      session.insert(number, as_minhash(values), check_duplication=False)
+  return tuple(slice(band * rows, (band + 1) * rows) for band in range(bands))
+
+
+def band_keys(values: np.ndarray, threshold: float) -> Tuple[Tuple[int, bytes], ...]:
+  """A signature's bucket in each band, as (band, its values' bytes): the Beam build groups
+  files on these (beam_near_duplicates); `_near_pairs` groups on the same slices."""
+  return tuple((band, values[cut].tobytes()) for band, cut in enumerate(band_slices(threshold)))
+
+
+def reaches(equal_values, threshold: float):
+  """Whether a candidate pair is a near-duplicate: datasketch's MinHash.jaccard estimate (the
+  share of the NUM_PERM values that are equal) at least `threshold`. Counts or an array."""
+  return equal_values >= threshold * NUM_PERM
+
+
+def _near_pairs(signatures: Sequence[np.ndarray], threshold: float) -> np.ndarray:
+  """Every pair (i, j), i < j, that shares a bucket of some band (band_slices) and whose
+  estimate reaches `threshold`, as an array of shape (pairs, 2), sorted."""
+  matrix = np.stack(signatures) if len(signatures) else np.zeros((0, NUM_PERM), np.uint32)
   firsts, seconds = [], []
   upper = functools.lru_cache(maxsize=None)(lambda count: np.triu_indices(count, 1))
-  for table in index.hashtables:
-    for bucket, count in table.itemcounts().items():
-      if count > 1:
-        keys = np.array(sorted(table.get(bucket)), dtype=np.int64)
-        i, j = upper(count)
-        firsts.append(keys[i])
-        seconds.append(keys[j])
+  for cut in band_slices(threshold):
+    band = np.ascontiguousarray(matrix[:, cut])
+    # One bucket a distinct row of the band: its values' bytes, compared as one void scalar.
+    _, buckets, counts = np.unique(band.view(np.dtype((np.void, band.shape[1] * 4))).ravel(),
+                                   return_inverse=True, return_counts=True)
+    members = np.argsort(buckets, kind="stable")  # files by bucket, each bucket's in order
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    for bucket in np.flatnonzero(counts > 1):
+      keys = members[starts[bucket]:starts[bucket + 1]]
+      i, j = upper(len(keys))
+      firsts.append(keys[i])
+      seconds.append(keys[j])
   if not firsts:
     return np.zeros((0, 2), np.int64)
   count = len(signatures)  # each pair as one number: np.unique of rows sorts far slower
-  keys = np.unique(np.concatenate(firsts) * count + np.concatenate(seconds))
+  keys = np.unique(np.concatenate(firsts).astype(np.int64) * count + np.concatenate(seconds))
   pairs = np.stack([keys // count, keys % count], axis=1)
-  matrix = np.stack(signatures)
   equal = np.empty(len(pairs), np.int64)
-  # Each pair's estimate, datasketch's MinHash.jaccard: the share of equal values.
   for start in range(0, len(pairs), 65536):  # a chunk of pairs at a time
     chunk = pairs[start:start + 65536]
     equal[start:start + len(chunk)] = np.count_nonzero(
         matrix[chunk[:, 0]] == matrix[chunk[:, 1]], axis=1)
-  return pairs[equal >= threshold * NUM_PERM]
+  return pairs[reaches(equal, threshold)]
 
 
 class Verdict:
