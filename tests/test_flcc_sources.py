@@ -130,7 +130,10 @@ def test_not_an_archive_is_one_line(tmp_path):
     (["build", "--archive=gs://bucket/flcc.tar.gz", "--data_dir={tmp}"], "gs://bucket/flcc.tar.gz"),
     (["build", "--flcc_dir=gs://bucket/flcc", "--data_dir={tmp}"], "gs://bucket/flcc"),
     (["dev", "--root=gs://bucket/dev"], "gs://bucket/dev"),
-], ids=["downloads under a gs:// data dir", "gs:// archive", "gs:// tree", "gs:// dev root"])
+    (["dev", "--language=java", "--root={tmp}", "--jdk_src=gs://bucket/src.zip"],
+     "gs://bucket/src.zip"),
+], ids=["downloads under a gs:// data dir", "gs:// archive", "gs:// tree", "gs:// dev root",
+        "gs:// JDK sources"])
 def test_what_must_be_local_says_so_in_one_line(fixture_archive, tmp_path, monkeypatch, args,
                                                 path):
   """Archives, their extraction and FLCC trees are read by tar, zip and the tree reader, on the

@@ -313,6 +313,9 @@ def cmd_dev(args) -> None:
   source = dev_source(args)
   _require_local(args.root, "the dev tree is written and read on local disk; give a local "
                  "--root (--data_dir may be gs://)")
+  if args.jdk_src:
+    _require_local(args.jdk_src, "a JDK's src.zip is unpacked from local disk (as an archive "
+                   "is); copy it here first")
   flcc_dir = dev_tree_dir(args.root, args.language)
   args.data_dir = args.data_dir or os.path.join(args.root, "tfds")
   if source == "repos":
