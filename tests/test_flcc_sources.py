@@ -75,6 +75,27 @@ def test_beam_build_matches_the_in_process_build(flcc_tree, flcc_data_dir, tmp_p
   assert _records(beam_dir) == _records(plain_dir)
 
 
+
+def test_a_beam_build_that_wrote_fewer_files_than_it_kept_is_removed(flcc_tree, tmp_path):
+  """Beam's DirectRunner with worker processes has lost examples of a large split while its
+  counters counted them (builder.check_every_kept_file_written): the check, on a real Beam
+  build whose report is made to count one train file more than TFDS wrote."""
+  data_dir = str(tmp_path / "beam")
+  run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={data_dir}", RATIOS_FLAG,
+               "--beam_runner=DirectRunner")
+  built = builder.finished_builder(data_dir, "python")
+  built.flcc_report = _report(data_dir)[1]
+  builder.check_every_kept_file_written(built)  # as the build left it: nothing lost
+  built.flcc_report["splits"]["train"]["files"] += 1
+  with pytest.raises(flcc.IncompleteBuildError, match="the Beam runner wrote ([0-9,]+) of the "
+                     "([0-9,]+) train files the build kept: the dataset is removed") as raised:
+    builder.check_every_kept_file_written(built)
+  wrote, kept = (int(n.replace(",", "")) for n in raised.value.args[0].split("wrote ")[1].split(
+      " train")[0].split(" of the "))
+  assert kept == wrote + 1
+  assert builder.finished_builder(data_dir, "python") is None
+
+
 def test_examples_serialize_as_tfds_serializes_them(flcc_tree):
   """builder.TextExampleSerializer against TFDS' ExampleSerializer, on every kept file of the
   fixture tree (non-ASCII text included) and on text given as bytes."""

@@ -468,7 +468,7 @@ def main(argv=None) -> int:
     return errors.run_command(
         f"code_t5.data {args.command}", lambda: args.run(args), verbose=args.verbose,
         expected=(flcc.FlccFormatError, vocabulary.VocabularyError, archive_lib.ArchiveError,
-                  flcc.BuildMismatchError, UsageError, repositories.RepositoriesError,
+                  flcc.BuildMismatchError, flcc.IncompleteBuildError, UsageError, repositories.RepositoriesError,
                   registry_sources.SourceError))
   finally:  # main() may run again in this process (the tests call it)
     flcc.log.removeHandler(handler)

@@ -95,6 +95,10 @@ class BuildMismatchError(Exception):
   """The data dir holds a finished dataset built from another tree or other options."""
 
 
+class IncompleteBuildError(Exception):
+  """A build wrote fewer examples than it kept; the message names the split and the counts."""
+
+
 class MissingSplitError(Exception):
   """A built dataset has no examples in the split a run reads; the message says what to do."""
 
