@@ -13,8 +13,9 @@ The same verdict as near_duplicates.judge (the in-process build's), stage by sta
   Holdout     a validation or test file with a twin in train is removed, from its own pairs.
   Components  the pairs' connected components: each file's label is the smallest file it
               reaches (smallest-label propagation, then each label's own label: pointer jumping,
-              which halves a chain's remaining length a round), `rounds` rounds, and the labels
-              still apart after them (none on the corpora measured) joined in one last step.
+              which about doubles how far a label has spread each round), `rounds` rounds, and
+              the labels still apart after them (none on the corpora measured) joined in one
+              last step.
               Over all pairs (the report's clusters) and, with `drop`, over train's pairs: of
               each train component, all but its first file in build order are removed.
   Removed     the files removed; the build drops them from the splits by a join on the file.
@@ -242,7 +243,9 @@ class JudgeNearDuplicates(beam.PTransform):
               | "Buckets" >> beam.GroupByKey()
               | "SharedBuckets" >> beam.FlatMap(
                   _shared_bucket_members, self.group_limit).with_outputs("large", main="bands"))
-    blocks_of = shared.large | "LargeBuckets" >> beam.combiners.ToList() | beam.Map(dict)
+    blocks_of = (shared.large
+                 | "LargeBuckets" >> beam.combiners.ToList()
+                 | "BlocksOfBucket" >> beam.Map(dict))
     # Then the signatures of those files alone, into the shared buckets' groups.
     pairs = ({"signature": files | "ByNode" >> beam.Map(
                   lambda file: ((file[0], file[1]), file[2].tobytes())),
