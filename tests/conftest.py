@@ -231,6 +231,38 @@ def reported(stdout, key):
   return match.group(1)
 
 
+def run_data_cli_forked(*args, check=True):
+  """`python -m code_t5.data ARGS` as its own process (run_forked): for a Beam build, whose
+  runner leaves a gRPC thread behind in its process; a process with one must not fork, as the
+  in-process build's readers do (a test after it in the same process could hang)."""
+  return _checked(run_forked([PYTHON, "-m", "code_t5.data", *args]), check)
+
+
+def in_a_forked_child(fn, *args):
+  """fn(*args) in a forked child of this process, its return value (picklable) sent back, or
+  its exception raised here as an AssertionError with the child's traceback: for code that
+  runs a Beam pipeline in process (see run_data_cli_forked)."""
+  import multiprocessing  # pylint: disable=g-import-not-at-top
+  import traceback  # pylint: disable=g-import-not-at-top
+  context = multiprocessing.get_context("fork")
+  receiver, sender = context.Pipe(duplex=False)
+
+  def child():
+    try:
+      sender.send((True, fn(*args)))
+    except BaseException:  # pylint: disable=broad-except
+      sender.send((False, traceback.format_exc()))
+    finally:
+      os._exit(0)  # pylint: disable=protected-access
+  process = context.Process(target=child)
+  process.start()
+  ok, value = receiver.recv()
+  process.join()
+  if not ok:
+    raise AssertionError(f"in a forked child:\n{value}")
+  return value
+
+
 def run_data_cli_process(*args, check=True):
   """Runs `python -m code_t5.data` in a fresh process, as a user would."""
   proc = subprocess.run([PYTHON, "-m", "code_t5.data", *args], cwd=REPO_ROOT,

@@ -19,6 +19,8 @@ from code_t5.data import beam_near_duplicates as beam_near
 from code_t5.data import builder
 from code_t5.data import near_duplicates
 
+from conftest import in_a_forked_child
+
 NUM_PERM = near_duplicates.NUM_PERM
 BANDS = near_duplicates.band_slices(near_duplicates.DEFAULT_THRESHOLD)
 
@@ -73,21 +75,30 @@ def _corpus(seed=0):
   return corpus, {(int(ranks[name]), 0): name for name in files}
 
 
-def _judge_in_beam(corpus, mode, group_limit, rounds, worker_flags=()):
+def _judge_in_beam(corpus, mode, group_limit, rounds):
+  """judge's verdict, and the pipeline's counters and largest state, its removed files checked
+  against the verdict's. The pipeline runs in a forked child (conftest.in_a_forked_child):
+  Beam's runner leaves a gRPC thread behind, after which this process must not fork."""
   options = near_duplicates.Options(mode)
-  pipeline = beam.Pipeline(runner="DirectRunner", argv=list(worker_flags))
+  verdict = near_duplicates.judge([(split, order, values) for order, split, values in corpus],
+                                  options)
+  counters, largest = in_a_forked_child(_run_pipeline, corpus, options, group_limit, rounds,
+                                        sorted(verdict.removed))
+  return verdict, counters, largest
+
+
+def _run_pipeline(corpus, options, group_limit, rounds, expected_removed):
+  pipeline = beam.Pipeline(runner="DirectRunner")
   removed = (pipeline
              | beam.Create(corpus)
              | beam_near.JudgeNearDuplicates(options, builder._inc,  # pylint: disable=protected-access
                                              group_limit=group_limit, rounds=rounds))
-  verdict = near_duplicates.judge([(split, order, values) for order, split, values in corpus],
-                                  options)
-  beam_util.assert_that(removed, beam_util.equal_to(sorted(verdict.removed)))
+  beam_util.assert_that(removed, beam_util.equal_to(expected_removed))
   result = pipeline.run()
   result.wait_until_finish()
   counters = {r.key.metric.name: r.committed for r in result.metrics().query(
       beam.metrics.MetricsFilter().with_namespace("flcc"))["counters"]}
-  return verdict, counters, beam_near.largest_state(result)
+  return counters, beam_near.largest_state(result)
 
 
 @pytest.mark.parametrize("mode, group_limit, rounds", [

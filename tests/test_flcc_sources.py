@@ -15,7 +15,7 @@ from code_t5.data import archive
 from code_t5.data import builder
 from code_t5.data import flcc
 
-from conftest import FIXTURE_RATIOS, run_data_cli
+from conftest import FIXTURE_RATIOS, run_data_cli, run_data_cli_forked
 
 RATIOS_FLAG = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
 
@@ -56,8 +56,8 @@ NEAR_DUPLICATES_EVERYWHERE = ("--near_duplicates=drop", "--near_duplicate_thresh
 def test_beam_build_matches_the_in_process_build(flcc_tree, flcc_data_dir, tmp_path,
                                                  beam_options, flags):
   beam_dir = str(tmp_path / "beam")
-  run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={beam_dir}", RATIOS_FLAG,
-               "--beam_runner=DirectRunner", f"--beam_options={beam_options}", *flags)
+  run_data_cli_forked("build", f"--flcc_dir={flcc_tree}", f"--data_dir={beam_dir}", RATIOS_FLAG,
+                      "--beam_runner=DirectRunner", f"--beam_options={beam_options}", *flags)
   plain_dir = flcc_data_dir
   if flags:
     plain_dir = str(tmp_path / "plain")
