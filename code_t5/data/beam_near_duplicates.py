@@ -132,20 +132,12 @@ def _held_out_with_train_twin(pair):
 
 def _union_of_labels(pending):
   """The labels still apart after the rounds, each joined to the smallest it reaches over the
-  `pending` (label, label) pairs: {label: smallest}."""
-  parent = {}
-
-  def root(label):
-    parent.setdefault(label, label)
-    while parent[label] != label:
-      parent[label] = parent[parent[label]]
-      label = parent[label]
-    return label
-  for a, b in pending:
-    a, b = root(a), root(b)
-    if a != b:
-      parent[max(a, b)] = min(a, b)
-  return {label: root(label) for label in list(parent)}
+  `pending` (label, label) pairs: {label: smallest}, by near_lib.components (judge's)."""
+  labels = sorted({label for pair in pending for label in pair})
+  number = {label: n for n, label in enumerate(labels)}
+  pairs = np.array([(number[a], number[b]) for a, b in pending], np.int64).reshape(-1, 2)
+  # Numbered in order, so a component's smallest number is its smallest label.
+  return dict(zip(labels, (labels[n] for n in near_lib.components(len(labels), pairs))))
 
 
 class Components(beam.PTransform):

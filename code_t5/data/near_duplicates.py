@@ -179,7 +179,7 @@ class Verdict:
     self.counters = collections.Counter()
 
 
-def _components(count: int, pairs: np.ndarray) -> np.ndarray:
+def components(count: int, pairs: np.ndarray) -> np.ndarray:
   """Each of `count` items' component, named by its smallest member (the first in build
   order), over the edges `pairs`."""
   from scipy.sparse import coo_matrix  # pylint: disable=g-import-not-at-top
@@ -206,7 +206,7 @@ def judge(files: Sequence[Tuple[str, object, np.ndarray]], options: Options) -> 
   if not files:
     return verdict
   pairs = _near_pairs([values for _, _, values in files], options.threshold)
-  roots = _components(len(files), pairs)
+  roots = components(len(files), pairs)
   sizes = np.bincount(roots, minlength=len(files))
   verdict.counters["near:clusters"] = int(np.count_nonzero(sizes > 1))
   in_cluster = sizes[roots] > 1
@@ -225,7 +225,7 @@ def judge(files: Sequence[Tuple[str, object, np.ndarray]], options: Options) -> 
   removed = contaminated.copy() if options.mode in (HOLDOUT, DROP) else np.zeros_like(train)
   if options.mode == DROP:
     within_train = pairs[train[pairs[:, 0]] & train[pairs[:, 1]]]
-    removed |= train & (_components(len(files), within_train) != np.arange(len(files)))
+    removed |= train & (components(len(files), within_train) != np.arange(len(files)))
   contaminated_after = with_train_twin(~removed)
   for number, split in enumerate(_SPLITS):
     of_split = splits == number
