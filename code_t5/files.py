@@ -13,6 +13,7 @@ the buckets of their path flags are checked before t5 writes anything (`check_pa
 """
 
 import contextlib
+import errno
 import functools
 import os
 import shutil
@@ -184,6 +185,12 @@ def glob(pattern: str):
     return sorted(_tf().io.gfile.glob(pattern))
 
 
+def listdir(path: str) -> list:
+  """The names in `path`, sorted; a folder's name without the `/` GCS lists it with."""
+  with storage_errors(path):
+    return sorted(name.rstrip("/") for name in _tf().io.gfile.listdir(path))
+
+
 def makedirs(path: str) -> None:
   check_bucket(path)
   with storage_errors(path):
@@ -222,6 +229,27 @@ def local_dir_written_whole(out_dir: str):
 def read_bytes(path: str) -> bytes:
   with storage_errors(path), _tf().io.gfile.GFile(path, "rb") as f:
     return f.read()
+
+
+def read_start(path: str, size: int) -> bytes:
+  """The first `size` bytes of `path` (all of a shorter file), a chunk at a time: a larger
+  object is known to be larger without being held whole. FileNotFoundError when it is not
+  there, as `open` raises it."""
+  tf = _tf()
+  chunks, got = [], 0
+  try:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      while got < size:
+        chunk = f.read(min(1 << 20, size - got))
+        if not chunk:
+          break
+        chunks.append(chunk)
+        got += len(chunk)
+  except tf.errors.NotFoundError:
+    raise FileNotFoundError(errno.ENOENT, "no such file", path) from None
+  except tf.errors.OpError as e:
+    raise StorageError(f"{path}: {first_line(e)}") from None
+  return b"".join(chunks)
 
 
 def read_text(path: str) -> str:

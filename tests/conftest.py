@@ -17,6 +17,8 @@ import tempfile
 
 import pytest
 
+from code_t5 import files
+from code_t5.data import flcc
 from code_t5.data import tree_writer
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -222,6 +224,23 @@ def run_data_cli(*args, check=True):
       returncode = e.code
   return _checked(subprocess.CompletedProcess(list(args), returncode, stdout.getvalue(),
                                               stderr.getvalue()), check)
+
+
+def split_records(data_dir, language="python"):
+  """Each split's serialized examples as TFDS wrote them, in its order (local or gs://)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from code_t5.data import builder  # pylint: disable=g-import-not-at-top
+  prepared = builder.finished_builder(data_dir, language)
+  return {split: [bytes(r.numpy()) for r in tf.data.TFRecordDataset(sorted(
+      tf.io.gfile.glob(os.path.join(prepared.data_dir, f"flcc-{split}.tfrecord*"))))]
+          for split in flcc.SPLITS}
+
+
+def build_report(data_dir, language="python"):
+  """(options, the rest) of a build's report."""
+  from code_t5.data import builder  # pylint: disable=g-import-not-at-top
+  report = json.loads(files.read_text(builder.report_path(data_dir, language)))
+  return report.pop("options"), report
 
 
 def reported(stdout, key):

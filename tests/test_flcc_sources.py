@@ -2,12 +2,10 @@
 
 import hashlib
 import http.server
-import json
 import os
 import threading
 
 import pytest
-import tensorflow as tf
 import tensorflow_datasets as tfds
 from tensorflow_datasets.core import example_serializer
 
@@ -15,7 +13,8 @@ from code_t5.data import archive
 from code_t5.data import builder
 from code_t5.data import flcc
 
-from conftest import FIXTURE_RATIOS, run_data_cli, run_data_cli_forked
+from conftest import (FIXTURE_RATIOS, build_report, run_data_cli, run_data_cli_forked,
+                      split_records)
 
 RATIOS_FLAG = "--ratios=" + ",".join(str(r) for r in FIXTURE_RATIOS)
 
@@ -25,20 +24,6 @@ def _split_shas(data_dir):
   return {split: [e["sha"] for e in tfds.as_numpy(
       tfds.load("flcc/python:1.0.0", split=split, data_dir=data_dir, shuffle_files=False))]
           for split in flcc.SPLITS}
-
-
-def _records(data_dir):
-  """Each split's serialized examples as TFDS wrote them, in its order."""
-  prepared = builder.finished_builder(data_dir, "python")
-  return {split: [bytes(r.numpy()) for r in tf.data.TFRecordDataset(sorted(
-      tf.io.gfile.glob(os.path.join(prepared.data_dir, f"flcc-{split}.tfrecord*"))))]
-          for split in flcc.SPLITS}
-
-
-def _report(data_dir):
-  with open(builder.report_path(data_dir, "python")) as f:
-    report = json.load(f)
-  return report.pop("options"), report
 
 
 # The fixture's modules share a template: at a Jaccard of 0.35 many are near-duplicates of
@@ -63,8 +48,8 @@ def test_beam_build_matches_the_in_process_build(flcc_tree, flcc_data_dir, tmp_p
     plain_dir = str(tmp_path / "plain")
     run_data_cli("build", f"--flcc_dir={flcc_tree}", f"--data_dir={plain_dir}", RATIOS_FLAG,
                  *flags)
-  beam_options, beam_report = _report(beam_dir)
-  plain_options, plain_report = _report(plain_dir)
+  beam_options, beam_report = build_report(beam_dir)
+  plain_options, plain_report = build_report(plain_dir)
   assert beam_options["beam"] and not plain_options["beam"]
   assert beam_report == plain_report
   removed = plain_report["near_duplicates"].get("removed", {})
@@ -72,7 +57,7 @@ def test_beam_build_matches_the_in_process_build(flcc_tree, flcc_data_dir, tmp_p
   assert _split_shas(beam_dir) == _split_shas(plain_dir)
   # The in-process build serializes examples itself (builder.TextExampleSerializer); Beam's
   # are TFDS' own: the same bytes.
-  assert _records(beam_dir) == _records(plain_dir)
+  assert split_records(beam_dir) == split_records(plain_dir)
   _check_that_a_build_that_lost_files_is_removed(beam_dir)
 
 
@@ -81,7 +66,7 @@ def _check_that_a_build_that_lost_files_is_removed(data_dir):
   counters counted them (builder.check_every_kept_file_written): the check, on a real Beam
   build whose report is made to count one train file more than TFDS wrote."""
   built = builder.finished_builder(data_dir, "python")
-  built.flcc_report = _report(data_dir)[1]
+  built.flcc_report = build_report(data_dir)[1]
   builder.check_every_kept_file_written(built)  # as the build left it: nothing lost
   built.flcc_report["splits"]["train"]["files"] += 1
   with pytest.raises(flcc.IncompleteBuildError, match="the Beam runner wrote ([0-9,]+) of the "
@@ -113,7 +98,7 @@ def test_build_from_a_local_archive_records_its_checksum(fixture_archive, flcc_d
                                                          tmp_path):
   data_dir = str(tmp_path / "tfds")
   run_data_cli("build", f"--archive={fixture_archive}", f"--data_dir={data_dir}", RATIOS_FLAG)
-  options, report = _report(data_dir)
+  options, report = build_report(data_dir)
   with open(fixture_archive, "rb") as f:
     assert options["archive_sha256"] == hashlib.sha256(f.read()).hexdigest()
   _assert_the_trees_dataset(report, flcc_data_dir, options["archive_sha256"])
@@ -122,7 +107,7 @@ def test_build_from_a_local_archive_records_its_checksum(fixture_archive, flcc_d
 def _assert_the_trees_dataset(report, flcc_data_dir, archive_sha256):
   """The report of an archive's build is the extracted tree's, but that its fingerprint holds
   the archive's sha too (another archive of the same repository names is another dataset)."""
-  report, tree_report = dict(report), _report(flcc_data_dir)[1]
+  report, tree_report = dict(report), build_report(flcc_data_dir)[1]
   assert report.pop("fingerprint") == dict(tree_report.pop("fingerprint"),
                                            archive_sha256=archive_sha256)
   assert report == tree_report
@@ -147,15 +132,14 @@ def test_not_an_archive_is_one_line(tmp_path):
 @pytest.mark.parametrize("args, path", [
     (["build", "--archive={archive}", "--data_dir=gs://bucket/data"], "gs://bucket/data/downloads"),
     (["build", "--archive=gs://bucket/flcc.tar.gz", "--data_dir={tmp}"], "gs://bucket/flcc.tar.gz"),
-    (["build", "--flcc_dir=gs://bucket/flcc", "--data_dir={tmp}"], "gs://bucket/flcc"),
     (["dev", "--root=gs://bucket/dev"], "gs://bucket/dev"),
     (["dev", "--language=java", "--root={tmp}", "--jdk_src=gs://bucket/src.zip"],
      "gs://bucket/src.zip"),
-], ids=["downloads under a gs:// data dir", "gs:// archive", "gs:// tree", "gs:// dev root",
+], ids=["downloads under a gs:// data dir", "gs:// archive", "gs:// dev root",
         "gs:// JDK sources"])
 def test_what_must_be_local_says_so_in_one_line(fixture_archive, tmp_path, monkeypatch, args,
                                                 path):
-  """Archives, their extraction and FLCC trees are read by tar, zip and the tree reader, on the
+  """Archives and their extraction are read by tar and zip, and a dev tree written, on the
   local disk. A gs:// path there is refused before anything is written: `os` would take
   `gs://bucket/...` for a relative local path and write a directory named `gs:`."""
   monkeypatch.chdir(tmp_path)
@@ -175,7 +159,7 @@ def test_download_dir_is_where_an_archive_is_extracted(fixture_archive, flcc_dat
   # The extracted tree, <archive name>.<sha-256 prefix>, and nothing else.
   assert [p.name.startswith(os.path.basename(fixture_archive) + ".")
           for p in downloads.iterdir()] == [True]
-  options, report = _report(data_dir)
+  options, report = build_report(data_dir)
   _assert_the_trees_dataset(report, flcc_data_dir, options["archive_sha256"])
 
 

@@ -1,7 +1,7 @@
 """gs:// end to end, through TensorFlow's own GCS client against an emulator on loopback.
 
-build -> vocab -> train the tiny model -> eval -> infer -> export, with the data dir, the model
-dir, the prefixes, the completions and the SavedModel on gs://, each as the command line a user
+build -> vocab -> train the tiny model -> eval -> infer -> export, with the FLCC tree, the data
+dir, the model dir, the prefixes, the completions and the SavedModel on gs://, each as the command line a user
 types (the mesh_transformer_main runs share one process, tests/mesh_main_runs.py; the test of a
 missing bucket launches every entry point itself). Against the same on local paths, the dataset's files and the vocabulary are the
 same bytes and the trained weights the same numbers; infer's completions and the SavedModel's
@@ -24,7 +24,8 @@ from code_t5.data import tree_writer
 import gcs_emulator
 import mesh_main_runs
 from conftest import (FIXTURE_RATIOS, PYTHON, REPO_ROOT, TINY_MODEL, TINY_VOCAB_SIZE,
-                      checkpoint_tensors, mesh_main_command, mesh_main_runs_command)
+                      build_report, checkpoint_tensors, mesh_main_command,
+                      mesh_main_runs_command, split_records)
 
 # One emulator (it holds port 443) and one chain of runs: one worker.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gcs")]
@@ -40,14 +41,26 @@ TRAIN = [f"run.train_steps = {TRAIN_STEPS}", "mesh_train_dataset_fn.seed = 7",
          "dropout_rate = 0.0"]
 INFER_OUTPUT = "completions"
 
-# In one process, as a user's notebook would: build and vocab through the CLI's main(), and
-# the prefixes file written to gs://.
+# In one process, as a user's notebook would: the FLCC tree copied to gs:// (as `gsutil cp -r`
+# would), built from there in process (its readers spawned: near-duplicates are judged) into a
+# data dir on gs://, and again on Beam's DirectRunner with 2 worker processes, which read the
+# tree from gs:// themselves, into a local one; vocab through the CLI's main(), and the prefixes
+# file written to gs://.
 DATA_CODE = """
-import json, sys
+import json, os, sys
+import tensorflow as tf
 from code_t5 import files
 from code_t5.data.__main__ import main
-flcc_dir, data_dir, ratios, vocab_size, prefixes_file, prefixes = sys.argv[1:]
+local_tree, flcc_dir, data_dir, beam_dir, ratios, vocab_size, prefixes_file, prefixes = sys.argv[1:]
+for dirpath, _, names in os.walk(local_tree):
+  for name in names:
+    path = os.path.join(dirpath, name)
+    tf.io.gfile.makedirs(os.path.join(flcc_dir, os.path.relpath(dirpath, local_tree)))
+    tf.io.gfile.copy(path, os.path.join(flcc_dir, os.path.relpath(path, local_tree)))
 assert main(["build", "--flcc_dir=" + flcc_dir, "--data_dir=" + data_dir, "--ratios=" + ratios]) == 0
+assert main(["build", "--flcc_dir=" + flcc_dir, "--data_dir=" + beam_dir, "--ratios=" + ratios,
+             "--beam_runner=DirectRunner",
+             "--beam_options=--direct_num_workers=2 --direct_running_mode=multi_processing"]) == 0
 assert main(["vocab", "--data_dir=" + data_dir, "--vocab_size=" + vocab_size]) == 0
 files.write_atomically(prefixes_file, "".join(json.dumps({"prefix": p}) + "\\n"
                                               for p in json.loads(prefixes)))
@@ -136,9 +149,11 @@ def test_build_train_eval_infer_export_on_gs_equal_the_same_on_local_paths(
   data_dir, model_dir, export_dir = f"{ROOT}/data", f"{ROOT}/runs/tiny", f"{ROOT}/export"
   prefixes_file = f"{ROOT}/prefixes.jsonl"
   start = time.time()
-  _run(gcs.command([PYTHON, "-c", DATA_CODE, flcc_tree, data_dir,
+  beam_dir = str(tmp_path / "beam")
+  _run(gcs.command([PYTHON, "-c", DATA_CODE, flcc_tree, f"{ROOT}/flcc", data_dir, beam_dir,
                     ",".join(map(str, FIXTURE_RATIOS)), str(TINY_VOCAB_SIZE), prefixes_file,
-                    json.dumps(PREFIXES)]), gcs.env, "build + vocab on gs://")
+                    json.dumps(PREFIXES)]), gcs.env,
+       "the tree copied to gs://, built from there in process and on Beam; vocab on gs://")
   # The same training on local paths first, keeping its initial weights (model.ckpt-0), then
   # each mode on gs://; in one process (tests/mesh_main_runs.py), each as its command line.
   local_model = str(tmp_path / "local_model")
@@ -165,8 +180,12 @@ def test_build_train_eval_infer_export_on_gs_equal_the_same_on_local_paths(
   assert not [r for r in gcs.requests if gcs_emulator.BUCKET not in r], gcs.requests[:20]
 
 
-  # Data: the same shards, report and vocabulary, byte for byte.
+  # Data: the same shards, report and vocabulary, byte for byte; the Beam build from gs:// the
+  # same report and examples.
   assert _tfds_files(str(pulled / "data")) == _tfds_files(flcc_data_dir)
+  beam_options, beam_report = build_report(beam_dir)
+  assert beam_options["beam"] and beam_report == build_report(flcc_data_dir)[1]
+  assert split_records(beam_dir) == split_records(flcc_data_dir)
   vocab = os.path.join("flcc_vocab", "python", "spm.model")
   with open(pulled / "data" / vocab, "rb") as f, open(os.path.join(flcc_data_dir, vocab),
                                                         "rb") as g:
@@ -212,6 +231,8 @@ results = []
 for bucket in buckets:
   for name, main, argv in [
       ("code_t5.data", data_main, ["build", "--flcc_dir=" + flcc_dir, "--data_dir=" + bucket + "/data"]),
+      ("code_t5.data", data_main, ["build", "--flcc_dir=" + bucket + "/flcc",
+                                   "--data_dir=" + flcc_dir + "/data"]),
       ("code_t5.summaries", summaries.main, ["--model_dir=" + bucket + "/run"])]:
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr):
@@ -238,9 +259,11 @@ def test_a_bucket_missing_or_refused_is_one_line_at_every_entry_point(gcs, tmp_p
         TINY_RUN + TRAIN)), cwd=REPO_ROOT, capture_output=True, text=True, env=env,
                           timeout=600)
     results.append(["mesh_transformer_main", bucket, proc.returncode, proc.stderr])
-  assert len(results) == 3 * len(BAD_BUCKETS)
+  assert len(results) == 4 * len(BAD_BUCKETS)
   for name, bucket, returncode, stderr in results:
     errors = [line for line in stderr.splitlines() if "error:" in line]
     assert returncode == 1 and len(errors) == 1, (name, bucket, stderr[-3000:])
     assert bucket in errors[0] and "Traceback" not in stderr, (name, errors[0])
+    # The bucket is the problem, not the tree's layout.
+    assert "FLCC" not in errors[0], errors[0]
     print(f"{name}: {errors[0]}")

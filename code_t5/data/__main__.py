@@ -161,8 +161,6 @@ def cmd_build(args) -> dict:
     args.flcc_dir, provenance = archive_lib.fetch(
         args.archive, downloads, args.archive_sha256,
         archive_lib.Limits(args.max_member_bytes, args.max_extracted_bytes))
-  _require_local(args.flcc_dir, "an FLCC tree is read from local disk; copy it here first "
-                 "(gsutil -m cp -r), or give its archive with --archive")
   options = builder.BuildOptions(
       ratios=args.ratios, holdout_prefixes=args.holdout_prefixes,
       filters=flcc.Filters(args.max_line_length, args.max_file_bytes),
@@ -346,7 +344,8 @@ def cmd_dev(args) -> None:
 def _add_build_flags(parser, need_source, ratios=flcc.DEFAULT_RATIOS):
   if need_source:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--flcc_dir", help="FLCC v3 tree: the folder holding v3/, or v3/ itself")
+    source.add_argument("--flcc_dir", help="FLCC v3 tree: the folder holding v3/, or v3/ "
+                        "itself; a local path or gs://")
     source.add_argument("--archive",
                         help="a published FLCC archive (.tar.gz/.zip), local path or http(s) "
                              "URL; downloads resume, extraction goes to --download_dir")

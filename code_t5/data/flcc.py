@@ -26,6 +26,7 @@ import os
 import re
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from code_t5 import files
 from code_t5.data import near_duplicates
 from code_t5.data import received
 from code_t5_session import retrieval
@@ -222,8 +223,11 @@ def split_warnings(splits: Dict[str, dict], ratios: Sequence[float]) -> List[str
 
 def languages_root(flcc_dir: str) -> str:
   """`flcc_dir` may be the `v3` directory itself or the folder holding it."""
+  files.check_bucket(flcc_dir)
+  if not received.isdir(flcc_dir):
+    raise FlccFormatError(f"{flcc_dir}: no such directory")
   v3 = os.path.join(flcc_dir, "v3")
-  return v3 if os.path.isdir(v3) else flcc_dir
+  return v3 if received.isdir(v3) else flcc_dir
 
 
 # What a tree written from a folder of repositories (`--repos_dir`, repositories.py) holds
@@ -233,11 +237,17 @@ REPOSITORIES_MANIFEST = "code_t5_repositories.json"
 
 def repositories_manifest(flcc_dir: str) -> Optional[dict]:
   """The manifest of a tree written from repositories, or None (a published FLCC tree)."""
-  for folder in (flcc_dir, os.path.dirname(os.path.normpath(flcc_dir))):
+  for folder in (flcc_dir, os.path.dirname(flcc_dir.rstrip("/"))):
     path = os.path.join(folder, REPOSITORIES_MANIFEST)
-    if os.path.exists(path):
-      with open(path) as f:
-        return json.load(f)
+    if received.lexists(path):
+      try:
+        manifest = _load_json(path, "")
+      except RepositoryError as e:
+        raise FlccFormatError(str(e)) from None
+      if not isinstance(manifest, dict) or not isinstance(manifest.get("repositories"), dict):
+        raise FlccFormatError(f"{path}: not a manifest of repositories (an object with "
+                              "\"repositories\")")
+      return manifest
   return None
 
 
@@ -321,18 +331,18 @@ def parse_metadata(text: str, path: str) -> list:
 def iter_repository_dirs(root: str) -> Iterator[Tuple[str, str, str]]:
   """Yields (author, repo, init hash) for every repository, in sorted order."""
   repos_dir = os.path.join(root, "repositories")
-  if not os.path.isdir(repos_dir):
+  if not received.isdir(repos_dir):
     raise FlccFormatError(f"{repos_dir}: missing (not an FLCC v3 tree)")
-  for author in sorted(os.listdir(repos_dir)):
+  for author in sorted(received.listdir(repos_dir)):
     author_dir = os.path.join(repos_dir, author)
-    if not os.path.isdir(author_dir):
+    if not received.isdir(author_dir):
       continue
-    for repo in sorted(os.listdir(author_dir)):
+    for repo in sorted(received.listdir(author_dir)):
       repo_dir = os.path.join(author_dir, repo)
-      if not os.path.isdir(repo_dir):
+      if not received.isdir(repo_dir):
         continue
-      for init_hash in sorted(os.listdir(repo_dir)):
-        if os.path.isdir(os.path.join(repo_dir, init_hash)):
+      for init_hash in sorted(received.listdir(repo_dir)):
+        if received.isdir(os.path.join(repo_dir, init_hash)):
           yield author, repo, init_hash
 
 
@@ -359,10 +369,11 @@ def list_repository_files(root: str, language: str,
   for extension in extensions:
     stored_dir = os.path.join(root, "languages", lang_dir, extension, author, repo,
                               init_hash)
-    if os.path.lexists(stored_dir):
+    there = received.lexists(stored_dir)
+    if there:
       _check_not_linked(root, stored_dir)
     try:
-      stored = set(os.listdir(stored_dir)) if os.path.lexists(stored_dir) else set()
+      stored = set(received.listdir(stored_dir)) if there else set()
     except OSError as e:
       raise RepositoryError(UNLISTABLE, f"{stored_dir}: cannot be listed "
                             f"({e.strerror or e})") from None
@@ -513,8 +524,8 @@ def stored_file_count(root: str, language: str, author: str, repo: str, init_has
   count = 0
   for extension in extensions:
     try:
-      count += len(os.listdir(os.path.join(root, "languages", lang_dir, extension, author,
-                                           repo, init_hash)))
+      count += len(received.listdir(os.path.join(root, "languages", lang_dir, extension,
+                                                 author, repo, init_hash)))
     except OSError:
       pass  # none stored, or unlistable: the build names and counts the latter
   return count
@@ -528,8 +539,6 @@ def assign_splits(flcc_dir: str, language: str, ratios: Sequence[float] = DEFAUL
   Build order is train, validation, test, then sorted names. De-duplication keeps the first
   copy in this order, so a file seen in training is never also held out.
   """
-  if not os.path.isdir(flcc_dir):
-    raise FlccFormatError(f"{flcc_dir}: no such directory")
   if len(ratios) != 3 or any(r < 0 for r in ratios) or abs(sum(ratios) - 1) > 1e-6:
     raise ValueError(f"split ratios must be three non-negative numbers summing to 1: {ratios}")
   root = languages_root(flcc_dir)
@@ -669,8 +678,11 @@ def _inspected(root, language, filters, strict, signed, repos, workers):
     yield from map(inspect, repos)
     return
   import multiprocessing  # pylint: disable=g-import-not-at-top
-  # A forked worker starts in milliseconds; a spawned one imports code_t5, TensorFlow too.
-  method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+  # A forked worker starts in milliseconds; a spawned one imports code_t5, TensorFlow too. A
+  # tree on gs:// has been listed through TF's GCS client, whose threads a fork would not
+  # carry over (their locks with them): its workers are spawned.
+  fork = "fork" in multiprocessing.get_all_start_methods() and files.is_local(root)
+  method = "fork" if fork else "spawn"
   chunk = max(1, min(16, len(repos) // (8 * workers)))
   with multiprocessing.get_context(method).Pool(workers, initializer=_start_worker) as pool:
     # imap hands results back in build order: de-duplication keeps the first copy.
