@@ -221,13 +221,37 @@ def split_warnings(splits: Dict[str, dict], ratios: Sequence[float]) -> List[str
       if ratio > 0 and abs(splits[split]["files"] / total - ratio) > ratio / 2]
 
 
+# The tree may lie on gs://, where a Beam runner's workers read it: there it is read through
+# TF's file layer (`files`) to the same bounds as received.read_bounded's; an object store has
+# no links, FIFOs or devices, so the rest of received's rule holds by construction. On the local
+# disk, received's reads and the disk's own listings, which see a link as a link.
+
+
+def _read_bounded(path: str, limit: int) -> bytes:
+  if files.is_local(path):
+    return received.read_bounded(path, limit)
+  return files.read_start(path, limit + 1)
+
+
+def _isdir(path: str) -> bool:
+  return os.path.isdir(path) if files.is_local(path) else files.isdir(path)
+
+
+def _listdir(path: str) -> List[str]:
+  return os.listdir(path) if files.is_local(path) else files.listdir(path)
+
+
+def _lexists(path: str) -> bool:
+  return os.path.lexists(path) if files.is_local(path) else files.exists(path)
+
+
 def languages_root(flcc_dir: str) -> str:
   """`flcc_dir` may be the `v3` directory itself or the folder holding it."""
   files.check_bucket(flcc_dir)
-  if not received.isdir(flcc_dir):
+  if not _isdir(flcc_dir):
     raise FlccFormatError(f"{flcc_dir}: no such directory")
   v3 = os.path.join(flcc_dir, "v3")
-  return v3 if received.isdir(v3) else flcc_dir
+  return v3 if _isdir(v3) else flcc_dir
 
 
 # What a tree written from a folder of repositories (`--repos_dir`, repositories.py) holds
@@ -239,7 +263,7 @@ def repositories_manifest(flcc_dir: str) -> Optional[dict]:
   """The manifest of a tree written from repositories, or None (a published FLCC tree)."""
   for folder in (flcc_dir, os.path.dirname(flcc_dir.rstrip("/"))):
     path = os.path.join(folder, REPOSITORIES_MANIFEST)
-    if received.lexists(path):
+    if _lexists(path):
       try:
         manifest = _load_json(path, "")
       except RepositoryError as e:
@@ -253,7 +277,7 @@ def repositories_manifest(flcc_dir: str) -> Optional[dict]:
 
 def _read_text(path: str, reason: str) -> str:
   try:
-    data = received.read_bounded(path, MAX_METADATA_BYTES)
+    data = _read_bounded(path, MAX_METADATA_BYTES)
     if len(data) > MAX_METADATA_BYTES:
       raise RepositoryError(reason, f"{path}: over {MAX_METADATA_BYTES} bytes")
     return data.decode("utf-8")
@@ -264,7 +288,7 @@ def _read_text(path: str, reason: str) -> str:
   except received.NotRegular as e:
     raise RepositoryError(reason, f"{path}: {e.strerror}, not read") from None
   except OSError as e:
-    raise RepositoryError(reason, f"{path}: unreadable ({e.strerror})") from None
+    raise RepositoryError(reason, f"{path}: unreadable ({e.strerror or e})") from None
 
 
 def _load_json(path: str, reason: str):
@@ -279,7 +303,7 @@ def _load_json(path: str, reason: str):
 
 def _check_not_linked(root: str, folder: str) -> None:
   """`folder` (below `root`) is reached without a symbolic link: RepositoryError(LINKED)."""
-  if received.first_link(folder, root) is not None:
+  if files.is_local(root) and received.first_link(folder, root) is not None:
     raise RepositoryError(LINKED, f"{folder}: a symbolic link, or below one: the tree is read "
                           "only where it lies")
 
@@ -331,18 +355,18 @@ def parse_metadata(text: str, path: str) -> list:
 def iter_repository_dirs(root: str) -> Iterator[Tuple[str, str, str]]:
   """Yields (author, repo, init hash) for every repository, in sorted order."""
   repos_dir = os.path.join(root, "repositories")
-  if not received.isdir(repos_dir):
+  if not _isdir(repos_dir):
     raise FlccFormatError(f"{repos_dir}: missing (not an FLCC v3 tree)")
-  for author in sorted(received.listdir(repos_dir)):
+  for author in sorted(_listdir(repos_dir)):
     author_dir = os.path.join(repos_dir, author)
-    if not received.isdir(author_dir):
+    if not _isdir(author_dir):
       continue
-    for repo in sorted(received.listdir(author_dir)):
+    for repo in sorted(_listdir(author_dir)):
       repo_dir = os.path.join(author_dir, repo)
-      if not received.isdir(repo_dir):
+      if not _isdir(repo_dir):
         continue
-      for init_hash in sorted(received.listdir(repo_dir)):
-        if received.isdir(os.path.join(repo_dir, init_hash)):
+      for init_hash in sorted(_listdir(repo_dir)):
+        if _isdir(os.path.join(repo_dir, init_hash)):
           yield author, repo, init_hash
 
 
@@ -369,11 +393,11 @@ def list_repository_files(root: str, language: str,
   for extension in extensions:
     stored_dir = os.path.join(root, "languages", lang_dir, extension, author, repo,
                               init_hash)
-    there = received.lexists(stored_dir)
+    there = _lexists(stored_dir)
     if there:
       _check_not_linked(root, stored_dir)
     try:
-      stored = set(received.listdir(stored_dir)) if there else set()
+      stored = set(_listdir(stored_dir)) if there else set()
     except OSError as e:
       raise RepositoryError(UNLISTABLE, f"{stored_dir}: cannot be listed "
                             f"({e.strerror or e})") from None
@@ -524,7 +548,7 @@ def stored_file_count(root: str, language: str, author: str, repo: str, init_has
   count = 0
   for extension in extensions:
     try:
-      count += len(received.listdir(os.path.join(root, "languages", lang_dir, extension,
+      count += len(_listdir(os.path.join(root, "languages", lang_dir, extension,
                                                  author, repo, init_hash)))
     except OSError:
       pass  # none stored, or unlistable: the build names and counts the latter
@@ -562,7 +586,7 @@ def inspect_file(source: SourceFile, filters: Filters, signed: bool = False
   and the file is kept: it is made from the bytes read here, so a file is read once, and
   only to max_file_bytes + 1 (received.read_bounded): a larger one is TOO_LARGE unread."""
   try:
-    content = received.read_bounded(source.stored_path, filters.max_file_bytes)
+    content = _read_bounded(source.stored_path, filters.max_file_bytes)
   except received.NotRegular as e:
     log.warning("%s: %s; not read", source.stored_path, e.strerror)
     return NOT_REGULAR, "", 0, None
@@ -578,7 +602,7 @@ def inspect_file(source: SourceFile, filters: Filters, signed: bool = False
 
 def read_text(source: SourceFile) -> str:
   """A kept file's text (inspect_file read it once already: a regular file within bounds)."""
-  return received.read_bounded(source.stored_path, MAX_METADATA_BYTES).decode("utf-8")
+  return _read_bounded(source.stored_path, MAX_METADATA_BYTES).decode("utf-8")
 
 
 def canonical_language(name: str) -> str:

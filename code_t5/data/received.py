@@ -5,18 +5,11 @@ folder's files, the small files of a git dir): a symbolic link is not followed (
 be anywhere, /dev/zero among them), a FIFO or a device is refused without waiting on it, and at
 most `limit + 1` bytes are read, so that "too large" is known without holding the whole file.
 A folder of it is reached from the folder it was handed in by no link either (`first_link`).
-
-A tree handed in as `gs://...` is read through TensorFlow's file layer (`files`), to the same
-bound; an object store has no links, FIFOs or devices, so the rest of the rule holds there by
-construction. The listing functions below (`isdir`, `listdir`, `lexists`) are the same choice
-made for folders: the local disk's own calls, which see a link as a link, or TF's.
 """
 
 import os
 import stat
-from typing import List, Optional
-
-from code_t5 import files
+from typing import Optional
 
 
 _CHUNK = 1 << 20
@@ -33,9 +26,7 @@ class IsLink(NotRegular):
 def read_bounded(path: str, limit: int) -> bytes:
   """At most `limit + 1` bytes of the regular file at `path`: more than `limit` means too
   large. IsLink for a link, NotRegular for anything else but a regular file; FileNotFoundError
-  and other OSErrors as `open` raises them (files.StorageError on gs://)."""
-  if not files.is_local(path):
-    return files.read_start(path, limit + 1)
+  and other OSErrors as `open` raises them."""
   try:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
   except OSError as e:
@@ -59,8 +50,6 @@ def read_bounded(path: str, limit: int) -> bytes:
 def first_link(path: str, root: str) -> Optional[str]:
   """The first symbolic link on the way from `root` down to `path` (`path` included, `root`
   not), or None where there is none. `path` lies below `root`, or is it."""
-  if not files.is_local(root):
-    return None
   relative = os.path.relpath(path, root)
   current = root
   for part in [] if relative == os.curdir else relative.split(os.sep):
@@ -68,19 +57,3 @@ def first_link(path: str, root: str) -> Optional[str]:
     if os.path.islink(current):
       return current
   return None
-
-
-def isdir(path: str) -> bool:
-  """A folder at `path` (locally, a link to one counts: `first_link` finds the link)."""
-  return os.path.isdir(path) if files.is_local(path) else files.isdir(path)
-
-
-def listdir(path: str) -> List[str]:
-  """The names in the folder `path`, in the file system's order; OSError if it cannot be
-  listed."""
-  return os.listdir(path) if files.is_local(path) else files.listdir(path)
-
-
-def lexists(path: str) -> bool:
-  """Something at `path`; locally a link counts, whatever it points at."""
-  return os.path.lexists(path) if files.is_local(path) else files.exists(path)
