@@ -5,15 +5,19 @@ how many of each, so tests assert exact counts.
 """
 
 import contextlib
+import functools
 import glob
+import http.server
 import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 
 import pytest
 
@@ -288,6 +292,57 @@ def run_data_cli_process(*args, check=True):
                         capture_output=True, text=True,
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   return _checked(proc, check)
+
+
+JS_CODE = "function add(a, b) {\n  return a + b;\n}\nmodule.exports = { add };\n"
+
+
+def write_files(root, files):
+  """{path: text} written under `root`."""
+  for path, text in files.items():
+    os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+    with open(os.path.join(root, path), "w") as f:
+      f.write(text)
+
+
+@pytest.fixture(scope="module")
+def npm_registry(tmp_path_factory):
+  """A loopback registry that serves tarballs `npm pack` made, in npm's layout (packed once for
+  the module: npm's start-up is most of their cost); yields (its URL, {name: (name, version,
+  integrity)}, the paths asked so far)."""
+  if shutil.which("npm") is None:
+    pytest.fail("npm is not on PATH: the machine kind has Node.js and npm")
+  tmp_path = tmp_path_factory.mktemp("npm")
+  served = tmp_path / "registry"
+  packages = {}
+  for name, contents in {
+      "left-pad-x": {"index.js": JS_CODE, "lib/util.js": JS_CODE.replace("add", "sub"),
+                     "test/index.test.js": JS_CODE, "dist/left-pad.js": JS_CODE,
+                     "lib/left-pad.min.js": JS_CODE, "lib/table.js": "var t = [" + "1, " * 600 + "];\n",
+                     "README.md": "# left-pad-x\n"},
+      "tiny-es": {"src/index.js": "export const one = 1;\nexport function two() {\n  return 2;\n}\n"},
+  }.items():
+    folder = tmp_path / "packages" / name
+    write_files(folder, {"package.json": json.dumps({"name": name, "version": "1.0.0"}), **contents})
+    (served / name / "-").mkdir(parents=True)
+    out = subprocess.run(["npm", "pack", "--json", "--offline",
+                          f"--pack-destination={served / name / '-'}"], cwd=folder, check=True,
+                         capture_output=True, text=True,
+                         env=dict(os.environ, npm_config_cache=str(tmp_path / "npm-cache"),
+                                  npm_config_update_notifier="false")).stdout
+    [packed] = json.loads(out)
+    packages[name] = (name, "1.0.0", packed["integrity"])
+  class Handler(http.server.SimpleHTTPRequestHandler):
+    requests = []
+
+    def log_message(self, *args):  # pylint: disable=arguments-differ
+      type(self).requests.append(self.path)
+
+  httpd = http.server.ThreadingHTTPServer(
+      ("127.0.0.1", 0), functools.partial(Handler, directory=str(served)))
+  threading.Thread(target=httpd.serve_forever, daemon=True).start()
+  yield f"http://127.0.0.1:{httpd.server_port}", packages, Handler.requests
+  httpd.shutdown()
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,9 @@
 """The dev trees of Java and JavaScript: a JDK's src.zip as `jar` writes one, npm packages as
 `npm pack` writes them, served by a registry on loopback."""
 
-import functools
-import http.server
 import json
 import os
-import shutil
 import subprocess
-import threading
 import zipfile
 
 import pytest
@@ -16,56 +12,7 @@ from code_t5.data import archive
 from code_t5.data import flcc
 from code_t5.data import registry_sources
 
-from conftest import TINY_VOCAB_SIZE, run_data_cli
-
-CODE = "function add(a, b) {\n  return a + b;\n}\nmodule.exports = { add };\n"
-
-
-def _write(root, files):
-  for path, text in files.items():
-    os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
-    with open(os.path.join(root, path), "w") as f:
-      f.write(text)
-
-
-@pytest.fixture(scope="module")
-def npm_registry(tmp_path_factory):
-  """A loopback registry that serves tarballs `npm pack` made, in npm's layout (packed once for
-  the module: npm's start-up is most of their cost); yields (its URL, {name: (name, version,
-  integrity)}, the paths asked so far)."""
-  if shutil.which("npm") is None:
-    pytest.fail("npm is not on PATH: the machine kind has Node.js and npm")
-  tmp_path = tmp_path_factory.mktemp("npm")
-  served = tmp_path / "registry"
-  packages = {}
-  for name, files in {
-      "left-pad-x": {"index.js": CODE, "lib/util.js": CODE.replace("add", "sub"),
-                     "test/index.test.js": CODE, "dist/left-pad.js": CODE,
-                     "lib/left-pad.min.js": CODE, "lib/table.js": "var t = [" + "1, " * 600 + "];\n",
-                     "README.md": "# left-pad-x\n"},
-      "tiny-es": {"src/index.js": "export const one = 1;\nexport function two() {\n  return 2;\n}\n"},
-  }.items():
-    folder = tmp_path / "packages" / name
-    _write(folder, {"package.json": json.dumps({"name": name, "version": "1.0.0"}), **files})
-    (served / name / "-").mkdir(parents=True)
-    out = subprocess.run(["npm", "pack", "--json", "--offline",
-                          f"--pack-destination={served / name / '-'}"], cwd=folder, check=True,
-                         capture_output=True, text=True,
-                         env=dict(os.environ, npm_config_cache=str(tmp_path / "npm-cache"),
-                                  npm_config_update_notifier="false")).stdout
-    [packed] = json.loads(out)
-    packages[name] = (name, "1.0.0", packed["integrity"])
-  class Handler(http.server.SimpleHTTPRequestHandler):
-    requests = []
-
-    def log_message(self, *args):  # pylint: disable=arguments-differ
-      type(self).requests.append(self.path)
-
-  httpd = http.server.ThreadingHTTPServer(
-      ("127.0.0.1", 0), functools.partial(Handler, directory=str(served)))
-  threading.Thread(target=httpd.serve_forever, daemon=True).start()
-  yield f"http://127.0.0.1:{httpd.server_port}", packages, Handler.requests
-  httpd.shutdown()
+from conftest import JS_CODE as CODE, TINY_VOCAB_SIZE, run_data_cli, write_files
 
 
 def test_npm_packages_give_their_own_code_and_count_the_rest(npm_registry, tmp_path):
@@ -107,7 +54,7 @@ def test_an_unreachable_registry_is_named(tmp_path):
 def _jdk_src_zip(tmp_path, files):
   """A src.zip as the JDK's own `jar` writes one: module folders of package folders."""
   sources = tmp_path / "jdk-src"
-  _write(sources, files)
+  write_files(sources, files)
   src_zip = tmp_path / "src.zip"
   subprocess.run(["jar", "--create", "--no-manifest", f"--file={src_zip}", "-C", str(sources),
                   "."], check=True)

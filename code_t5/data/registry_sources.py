@@ -103,7 +103,7 @@ def jdk_repositories(downloads: str, jdk_src: Optional[str] = None,
   repository per module and package group (`openjdk/<module>-<group>`), the modules of
   JDK_LEFT_OUT_MODULES left out."""
   left_out = collections.Counter() if left_out is None else left_out
-  unpacked = _unpacked(jdk_src_zip(jdk_src), downloads)
+  unpacked = unpack_once(jdk_src_zip(jdk_src), downloads)
   found: Dict[str, Dict[str, bytes]] = {}
   for module in sorted(os.listdir(unpacked)):
     if not os.path.isdir(os.path.join(unpacked, module)):
@@ -266,6 +266,17 @@ JS_LEFT_OUT_FOLDERS = frozenset({
     "generated"})
 
 
+# A Java project's folders that hold its tests, examples, benchmarks or generated code (Maven's
+# src/test/java and src/it, Gradle's src/jmh, `samples/`), not its own code; the JDK's src.zip
+# has none. Below a source root (a folder named JAVA_SOURCE_ROOT) folders are packages, and a
+# package may have any of these names (org.apache.commons.io.build, it.unimi.dsi): none applies.
+JAVA_LEFT_OUT_FOLDERS = frozenset({
+    "test", "tests", "it", "testing", "example", "examples", "sample", "samples", "benchmark",
+    "benchmarks", "jmh", "generated", "generated-sources", "target", "build", "docs", "doc",
+    "fixtures", "testdata", "test-data", "demo", "demos"})
+JAVA_SOURCE_ROOT = "java"
+
+
 def npm_tarball_url(registry: str, name: str, version: str) -> str:
   """Where the registry keeps a package's tarball (npm's own layout, unscoped names)."""
   return f"{registry.rstrip('/')}/{name}/-/{name}-{version}.tgz"
@@ -304,7 +315,7 @@ def npm_repositories(downloads: str, registry: Optional[str] = None,
       raise SourceError(f"{e}; npm packages are fetched from {registry} "
                         "($NPM_CONFIG_REGISTRY names a mirror)") from None
     check_integrity(tarball, integrity)
-    unpacked = _unpacked(tarball, downloads)
+    unpacked = unpack_once(tarball, downloads)
     found = evenly(dict(source_files(os.path.join(unpacked, "package"), ".js", left_out,
                                      JS_LEFT_OUT_FOLDERS)), left_out)
     for path, content in found.items():
@@ -318,7 +329,7 @@ def npm_repositories(downloads: str, registry: Optional[str] = None,
 # ---- both ---------------------------------------------------------------------------------
 
 
-def _unpacked(archive_path: str, downloads: str) -> str:
+def unpack_once(archive_path: str, downloads: str) -> str:
   """`archive_path` unpacked once under `downloads` (whole or not at all, within
   UNPACK_LIMITS), named by its content; links left out (`archive.extract` logs them)."""
   out = os.path.join(downloads, f"{os.path.basename(archive_path)}."
@@ -364,17 +375,20 @@ def is_minified(content: bytes) -> bool:
           or len(content) / len(lines) > MAX_MEAN_LINE_CHARS)
 
 
-def source_files(top: str, extension: str, left_out: LeftOut,
-                 left_out_folders=frozenset()) -> Iterator[Tuple[str, bytes]]:
+def source_files(top: str, extension: str, left_out: LeftOut, left_out_folders=frozenset(),
+                 source_root: Optional[str] = None) -> Iterator[Tuple[str, bytes]]:
   """(path under `top` with "/", bytes) of each `extension` file, in path order: dot-folders
-  and `left_out_folders` not entered, links not followed; a file over MAX_SOURCE_BYTES or
-  minified is left out, and every file of `extension` left out is counted by reason."""
+  and `left_out_folders` not entered (except below a folder named `source_root`, where folders
+  are packages), links not followed; a file over MAX_SOURCE_BYTES or minified is left out, and
+  every file of `extension` left out is counted by reason."""
   for dirpath, dirnames, filenames in os.walk(top):
+    in_packages = source_root is not None and source_root in os.path.relpath(
+        dirpath, top).split(os.sep)
     kept = []
     for d in sorted(dirnames):
       if os.path.islink(os.path.join(dirpath, d)):
         left_out[LINK] += 1
-      elif d.startswith(".") or d in left_out_folders:
+      elif d.startswith(".") or (d in left_out_folders and not in_packages):
         left_out[LEFT_OUT_FOLDER] += _count(os.path.join(dirpath, d), extension)
       else:
         kept.append(d)
