@@ -199,14 +199,14 @@ def sdist_url(index_url, name, sha256):
   return urllib.parse.urljoin(project_url, urls[0])  # a mirror may give a relative URL
 
 
-def git_repository(source_dir, repo_dir, staging_dir):
-  """`source_dir`'s files as a git repository of one commit at `repo_dir`, made in
-  `staging_dir` and renamed into place, so that the folder of repositories never holds a
-  half-made one."""
+def _committed_into_place(fill, repo_dir, staging_dir):
+  """A git repository of one commit at `repo_dir`, its files put into the emptied `staging_dir`
+  by `fill(staging_dir)`, committed there and renamed into place, so that the folder of
+  repositories never holds a half-made one. Nothing is done where `repo_dir` exists."""
   if os.path.isdir(repo_dir):
     return
   shutil.rmtree(staging_dir, ignore_errors=True)
-  shutil.copytree(source_dir, staging_dir, symlinks=True)  # (extract left the links out)
+  fill(staging_dir)
   env = dict(os.environ, GIT_AUTHOR_DATE=COMMIT_DATE, GIT_COMMITTER_DATE=COMMIT_DATE)
   for args in (["init", "-q"], ["add", "-A"], list(COMMIT)):
     subprocess.run(["git", "-C", staging_dir, *args], check=True, env=env,
@@ -215,17 +215,31 @@ def git_repository(source_dir, repo_dir, staging_dir):
   os.replace(staging_dir, repo_dir)
 
 
+def git_repository(source_dir, repo_dir, staging_dir):
+  """`source_dir`'s files as a git repository of one commit at `repo_dir`."""
+  _committed_into_place(  # (extract left the links out)
+      lambda staging: shutil.copytree(source_dir, staging, symlinks=True), repo_dir, staging_dir)
+
+
 def repository_of(contents, repo_dir, staging_dir):
-  """`contents` ({path: bytes}) as a git repository of one commit at `repo_dir`
-  (`git_repository`)."""
-  source = staging_dir + ".files"
-  shutil.rmtree(source, ignore_errors=True)
-  for path, content in contents.items():
-    os.makedirs(os.path.dirname(os.path.join(source, path)), exist_ok=True)
-    with open(os.path.join(source, path), "wb") as f:
-      f.write(content)
-  git_repository(source, repo_dir, staging_dir)
-  shutil.rmtree(source)
+  """`contents` ({path: bytes}) as a git repository of one commit at `repo_dir`, written
+  straight into the staging folder."""
+  def fill(staging):
+    for path, content in contents.items():
+      os.makedirs(os.path.dirname(os.path.join(staging, path)), exist_ok=True)
+      with open(os.path.join(staging, path), "wb") as f:
+        f.write(content)
+  _committed_into_place(fill, repo_dir, staging_dir)
+
+
+def checked_download(url, out_dir, sha256):
+  """`url` downloaded into `out_dir` (resumed, `archive.download`), or ArchiveError where its
+  sha256 is not the pinned one."""
+  path = archive.download(url, out_dir, sha256)
+  found = archive.sha256_of(path)
+  if found != sha256:
+    raise archive.ArchiveError(f"{path}: sha256 {found} does not match the pinned {sha256}")
+  return path
 
 
 def fetch_npm_package(registry, name, version, integrity, out, left_out):
@@ -250,11 +264,8 @@ def fetch_debian_source(mirror, name, pool_path, sha256, out, left_out):
   repo_dir = os.path.join(out, "repos", name)
   if os.path.isdir(repo_dir):
     return
-  path = archive.download(f"{mirror.rstrip('/')}/{pool_path}", os.path.join(out, "debian"),
+  path = checked_download(f"{mirror.rstrip('/')}/{pool_path}", os.path.join(out, "debian"),
                           sha256)
-  found = archive.sha256_of(path)
-  if found != sha256:
-    raise archive.ArchiveError(f"{path}: sha256 {found} does not match the pinned {sha256}")
   top = registry_sources.unpack_once(path, os.path.join(out, "debian"))
   contents = registry_sources.evenly(dict(registry_sources.source_files(
       top, ".java", left_out, registry_sources.JAVA_LEFT_OUT_FOLDERS,
@@ -268,10 +279,7 @@ def fetch_release(index_url, name, version, sha256, out):
   """Downloads, checks and unpacks one release into `out`/repos as a git repository, named as
   its sdist names it (`python_dateutil` for python-dateutil)."""
   url = sdist_url(index_url, name, sha256)
-  path = archive.download(url, os.path.join(out, "sdist"))
-  found = archive.sha256_of(path)
-  if found != sha256:
-    raise archive.ArchiveError(f"{path}: sha256 {found} does not match the pinned {sha256}")
+  path = checked_download(url, os.path.join(out, "sdist"), sha256)
   # A release's links are left out (the FLCC reader leaves a stored link out as well).
   extracted = archive.extract(path, os.path.join(out, "extracted", f"{name}-{version}"),
                               skip_links=True)
