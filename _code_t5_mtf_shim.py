@@ -14,10 +14,14 @@ The finder runs that `__init__.py` from its own source with that line replaced b
 `__getattr__` (PEP 562): `t5.models.HfPyTorchModel` and `from t5.models import HfPyTorchModel`
 still give the real class, importing torch at that moment. If t5's file no longer has the line,
 it runs unchanged. No bytecode of the changed source is written.
+
+And it sets one variable for a code_t5 launch (`choose_onednn`): TensorFlow's oneDNN ops on,
+which TensorFlow reads once, when its library loads, before `--module_import`.
 """
 
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 
 _MESH_TF = "mesh_tensorflow"
@@ -81,6 +85,34 @@ class _PatchBeforeMeshTensorflow(importlib.abc.MetaPathFinder):
 
 
 _FINDER = _PatchBeforeMeshTensorflow()
+_ONEDNN = "TF_ENABLE_ONEDNN_OPTS"
+_LAUNCH = "t5.models.mesh_transformer_main"
+
+
+def _imports_code_t5(argv):
+  for i, arg in enumerate(argv):
+    if arg.startswith("--module_import="):
+      return "code_t5" in arg.split("=", 1)[1].split(",")
+    if arg == "--module_import" and i + 1 < len(argv):
+      return "code_t5" in argv[i + 1].split(",")
+  return False
+
+
+def choose_onednn(argv, environ=os.environ):
+  """TF_ENABLE_ONEDNN_OPTS for `argv`, where it is unset and `argv` launches t5's
+  mesh_transformer_main with `--module_import=code_t5`: 1, or 0 where the command line names
+  reproducible.gin or `bit_identical = True` (one thread and oneDNN off: the same bits each
+  run). TensorFlow turns its oneDNN ops on by itself only on CPUs with AVX-512 VNNI or BF16; on
+  the slow class (AVX2) they train the dev model faster too (docs/BENCHMARK_LOG.md, "Where a
+  training step's time goes"). A reproducible.gin that another gin file includes is not seen
+  here: that launch stops in one line asking for TF_ENABLE_ONEDNN_OPTS=0
+  (code_t5/upstream/launch_checks.py)."""
+  if _ONEDNN in environ or _LAUNCH not in argv or not _imports_code_t5(argv):
+    return
+  bit_identical = any(arg.endswith("reproducible.gin") or
+                      "bit_identical = True" in arg or "bit_identical=True" in arg
+                      for arg in argv)
+  environ[_ONEDNN] = "0" if bit_identical else "1"
 
 
 def install():
@@ -95,3 +127,4 @@ def uninstall():
 
 
 install()
+choose_onednn(getattr(sys, "orig_argv", sys.argv))

@@ -26,6 +26,7 @@ def gin_configs_dir() -> str:
 # `include 'dataset.gin'` means ours, with or without --gin_location_prefix.
 gin.add_config_file_search_path(gin_configs_dir())
 
+from code_t5 import embedding  # noqa: E402,F401  (gin: code_t5.GatheredVocabEmbedding)
 from code_t5 import tasks  # noqa: E402,F401  (registers Tasks and Mixtures)
 from code_t5 import upstream  # noqa: E402
 from code_t5.decoding import consensus  # noqa: E402,F401  (gin: code_t5.consensus_line)

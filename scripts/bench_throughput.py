@@ -1,24 +1,33 @@
-"""Training throughput: ours (mesh-tf through mesh_transformer_main) next to a peer.
+"""Training throughput: the dev model as users train it, next to the learning bench's GPT peer.
 
-The unit is non-padding target tokens per second: the tokens a step learns from.
+Ours: models/causal_lm_dev.gin through t5's mesh_transformer_main on flcc_python_causal, as
+`make smoke` and `scripts/bench_learning.py` train it (8 rows of 160 token positions a step).
+The peer: scripts/gpt_peer.py's GPT of the same width, depth, heads and vocabulary, trained by
+the learning bench's own `train_peer` on rows of the same size from the same train split
+(PyTorch, a thread per core).
 
-Peer: Hugging Face transformers' T5ForConditionalGeneration in PyTorch on the CPU, with the
-dimensions of our size gin file (relative position buckets shared across layers, ReLU
-feed-forward, tied embeddings, Adafactor) and fed the very batches ours trains on: rows of
-t5's `mesh_train_dataset_fn` for the `flcc_python` mixture with the same seed, one example
-per row (HF's T5 has no packed-row attention masks in its encoder). Ours runs the same
-encoder-decoder (models/bitransformer.gin) on those rows; that pair gives the ratio.
+Each run trains --warmup + --steps steps, alone on the machine. Its rate is the median over
+intervals of 10 steps after the warm-up (a checkpoint's save falls in one interval, which the
+median leaves out); its wall rate, those steps over their wall time, saves included. Runs
+alternate (ours, peer, ours, peer, ...: --repeats each), and each side's figure is the median
+of its runs, printed with their min and max. Token positions a second are steps a second times
+a step's rows x positions (both fill their rows: ours packs examples, the peer's windows are
+whole).
 
-Then ours as users run it -- the shared prefix LM -- unpacked, packed (several examples per
-row, mesh-tf's default), and with the settings tried to make it faster. Each of ours is a
-training run of --steps steps through mesh_transformer_main; its rate is the median of
-`global_step/sec` after the first --warmup steps, times the mean non-padding target tokens of
-the batches it trained on. Prints a table and writes JSON.
+--levers=NAME,...: ours with one setting changed (LEVERS; NAME+NAME, two), each run paired
+with a run of the defaults just before it; the ratio per pair, and its median.
+--profile: five traced steps of each after the warm-up (ours: code_t5.step_traces, with
+--levers if given; the peer: torch.profiler), their ops' time a step summed by the part of the
+model they belong to (PARTS), and the top ops.
 
-  .venv/bin/python scripts/bench_throughput.py --sizes=dev,base --json=bench_throughput.json
+  .venv/bin/python scripts/bench_throughput.py --repeats=2 --json=runs/bench/throughput.json
+  .venv/bin/python scripts/bench_throughput.py --levers=onednn_off,one_hot_lookup --repeats=2
+  .venv/bin/python scripts/bench_throughput.py --profile
 """
 
 import argparse
+import collections
+import glob
 import json
 import os
 import re
@@ -28,180 +37,280 @@ import sys
 import tempfile
 import time
 
-from benchlib import DEV_TFDS, QUIET_TF, REPO, gin_literals, mesh_main_command
+from benchlib import DEV_TFDS, QUIET_TF, REPO, mesh_main_command, require_dataset
 
-MIXTURE = "flcc_python"
-SEED = 0
+import bench_learning
 
-# Size -> gin files that set its dimensions and sequence lengths, rows per batch, steps, and
-# which of VARIANTS to run (the base size takes minutes a run: the peer pair and the default).
-SIZES = {
-    "dev": {"size_gin": "models/sizes/dev.gin", "lengths_gin": "sequence_lengths/dev.gin",
-            "rows": 32, "steps": 40, "warmup": 10, "peer_steps": 25, "variants": None},
-    # mesh-tf's default batch of 2048 tokens per replica at inputs length 512.
-    "base": {"size_gin": "models/sizes/base.gin", "lengths_gin": "sequence_lengths/code.gin",
-             "rows": 4, "steps": 14, "warmup": 4, "peer_steps": 10, "variants": [0, 2, 4, 5]},
+MIXTURE = "flcc_python_causal"
+PEER_TASK = "flcc_python_full_line"  # the peer reads its train split's files (bench_learning)
+INTERVAL = 10  # steps between code_t5/loss summaries (code_t5.progress.summary_steps)
+PROFILED = 5  # steps --profile traces on each side
+
+# Ours with one change: (environment, gin params). TensorFlow reads its oneDNN switch, XLA's
+# flags and its thread pools' sizes from the environment when imported or first used.
+LEVERS = {
+    "onednn_on": ({"TF_ENABLE_ONEDNN_OPTS": "1"}, []),
+    "onednn_off": ({"TF_ENABLE_ONEDNN_OPTS": "0"}, []),  # TensorFlow's default on the slow class
+    # mesh-tf's one-hot product for the embedding's lookup, not code_t5's gather (mesh/cpu.gin)
+    "one_hot_lookup": ({}, ["get_vocab_embedding_cls.cls = @transformer.VocabEmbedding"]),
+    # Clustering every op fails to compile (the packed rows' slices); fusible ops only.
+    "xla": ({"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit "
+                            "--tf_xla_ops_to_cluster=FUSIBLE"}, []),
+    "inter_op_1": ({"TF_NUM_INTEROP_THREADS": "1"}, []),
+    "intra_op_1": ({"TF_NUM_INTRAOP_THREADS": "1"}, []),
+    "bfloat16_activations": ({}, ["get_variable_dtype.activation_dtype = 'bfloat16'"]),
 }
 
-# Ours: (name, model gin, pack, extra gin params, extra environment).
-VARIANTS = [
-    ("enc-dec, one example per row", "models/bitransformer.gin", False, [], {}),
-    ("prefix LM, one example per row", "models/shared-prefix_lm.gin", False, [], {}),
-    ("prefix LM, packed (default)", "models/shared-prefix_lm.gin", True, [], {}),
-    # mesh-tf's defaults.gin splits a batch into microbatches of 2048 tokens (memory, TPU);
-    # the dev batch (32 x 160 tokens) then runs as two sequential halves.
-    ("prefix LM, packed, one microbatch", "models/shared-prefix_lm.gin", True,
-     ["serialize_num_microbatches.tokens_per_microbatch_per_replica = None"], {}),
-    ("prefix LM, packed, float32 master weights", "models/shared-prefix_lm.gin", True,
-     ["get_variable_dtype.master_dtype = 'float32'"], {}),
-    ("prefix LM, packed, bfloat16 activations", "models/shared-prefix_lm.gin", True,
-     ["get_variable_dtype.activation_dtype = 'bfloat16'"], {}),
-    ("prefix LM, packed, XLA auto-jit (fusible ops)", "models/shared-prefix_lm.gin", True, [],
-     {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit "
-                      "--tf_xla_ops_to_cluster=FUSIBLE"}),
-    ("prefix LM, packed, oneDNN off", "models/shared-prefix_lm.gin", True, [],
-     {"TF_ENABLE_ONEDNN_OPTS": "0"}),
+# Where a traced op's time goes, by the first part whose test its node name (or, for the
+# embedding's lookup, its op or inputs) passes: mesh-tf names a graph's ops by the layer that
+# made them, and the gradients and optimizer ops by their variable's.
+LOOKUP_OPS = ("GatherV2", "UnsortedSegmentSum")
+PARTS = [
+    ("input pipeline", r"IteratorGetNext"),
+    ("optimizer (Adafactor) and assignments", r"/adafactor|^assign"),
+    ("embedding lookup", r"^transformer/(one_hot|gather)\b"),
+    ("attention (with its position bias)", r"/SelfAttention/"),
+    ("feed-forward", r"/DenseReluDense/"),
+    ("layer norms and residuals", r"/block_\d+/|rms_norm"),
+    ("logits, softmax and loss", r"^transformer/"),
+    ("other", r""),
 ]
 
 
-def gin_numbers(path):
-  """The number macros of a gin file (`d_model = 256`...)."""
-  return {name: value for name, value in gin_literals(path).items()
-          if "." not in name and isinstance(value, (int, float)) and not isinstance(value, bool)}
+def lever(name):
+  """(environment, gin params) of a lever's name, or of several joined by "+"."""
+  env, params = {}, []
+  for part in filter(None, name.split("+")):
+    env.update(LEVERS[part][0])
+    params += LEVERS[part][1]
+  return env, params
 
 
-def batches(size, pack, count):
-  """The first `count` batches that mesh_transformer_main trains on, as numpy."""
-  from t5.models import mesh_transformer  # pylint: disable=g-import-not-at-top
-  lengths = gin_literals(SIZES[size]["lengths_gin"])["utils.run.sequence_length"]
-  ds = mesh_transformer.mesh_train_dataset_fn(MIXTURE, lengths,
-                                              seed=SEED,
-                                              pack=pack)
-  ds = ds.batch(SIZES[size]["rows"], drop_remainder=True).take(count)
-  return list(ds.as_numpy_iterator())
-
-
-def target_tokens(batch):
-  return int((batch["targets"] != 0).sum())
-
-
-def run_ours(size, model_gin, pack, params, env, data_dir, steps, tokens_per_batch):
-  model_dir = tempfile.mkdtemp(prefix=f"bench_throughput_{size}_")
-  cmd = mesh_main_command(
-      model_dir, data_dir,
-      [model_gin, SIZES[size]["size_gin"], SIZES[size]["lengths_gin"], "mesh/cpu.gin"],
+def our_command(model_dir, data_dir, steps, gin_params=()):
+  return mesh_main_command(
+      model_dir, data_dir, [bench_learning.MODEL_GIN],
       [f"MIXTURE_NAME = '{MIXTURE}'", f"run.train_steps = {steps}",
-       f"utils.run.save_checkpoints_steps = {steps}",
-       f"utils.run.batch_size = ('sequences_per_batch', {SIZES[size]['rows']})",
-       f"mesh_train_dataset_fn.seed = {SEED}", f"mesh_train_dataset_fn.pack = {pack}",
-       *params])
-  proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
-                        env=dict(QUIET_TF, **env))
-  if proc.returncode != 0:
-    return {"error": proc.stderr.strip().splitlines()[-1][:300]}
-  # The Estimator logs global_step/sec once per step (twice: absl and tf loggers).
-  rates = [float(x) for x in re.findall(r"global_step/sec: ([0-9.]+)", proc.stderr)][::2]
-  warmup = SIZES[size]["warmup"]
-  steps_per_s = statistics.median(rates[warmup:] or rates)
-  return {"steps_per_s": steps_per_s,
-          "target_tokens_per_s": steps_per_s * statistics.mean(tokens_per_batch[warmup:steps])}
+       f"code_t5.progress.summary_steps = {INTERVAL}", *gin_params])
 
 
-def run_peer(size, vocab_size, rows_of_batches, steps, warmup=3):
-  """HF T5 with our dimensions, trained on the same (unpacked) batches."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
+def interval_rates(times, warmup):
+  """{step: wall time} -> (median steps/s over INTERVAL-step intervals after `warmup`, steps
+  after `warmup` over their wall time)."""
+  steps = sorted(s for s in times if s >= warmup)
+  if len(steps) < 2:
+    raise ValueError(f"fewer than two timed steps after the warm-up ({sorted(times)})")
+  rates = [(b - a) / (times[b] - times[a]) for a, b in zip(steps, steps[1:])]
+  return statistics.median(rates), (steps[-1] - steps[0]) / (times[steps[-1]] - times[steps[0]])
+
+
+def loss_times(model_dir):
+  """{step: wall time} of the code_t5/loss summaries in `model_dir`'s event files."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from code_t5 import progress  # pylint: disable=g-import-not-at-top
+  times = {}
+  for path in glob.glob(os.path.join(model_dir, "events.out.tfevents.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      if any(v.tag == progress.LOSS_TAG for v in event.summary.value):
+        times[event.step] = event.wall_time
+  return times
+
+
+def run_ours(data_dir, steps, warmup, env=None, gin_params=(), trace_every=0):
+  """Ours for `warmup` + `steps` steps in a new model dir: its rates, and with `trace_every`,
+  the timelines of every that many steps after the warm-up (code_t5.step_traces)."""
+  model_dir = tempfile.mkdtemp(prefix="bench_throughput_")
+  params = list(gin_params)
+  if trace_every:
+    params.append(f"code_t5.step_traces.every = {trace_every}")
+  proc = subprocess.run(our_command(model_dir, data_dir, warmup + steps, params), cwd=REPO,
+                        capture_output=True, text=True, env=dict(QUIET_TF, **(env or {})))
+  if proc.returncode != 0:  # a lever TensorFlow cannot run: said, and the bench goes on
+    with open(os.path.join(model_dir, "train.log"), "w") as f:
+      f.write(proc.stderr)
+    error = [line for line in proc.stderr.splitlines() if "code_t5: error" in line or
+             "Error" in line][-1:] or proc.stderr.strip().splitlines()[-1:]
+    print(f"bench_throughput: this training failed ({os.path.join(model_dir, 'train.log')}): "
+          f"{error[0][:300] if error else proc.returncode}", file=sys.stderr, flush=True)
+    return {"error": error[0][:300] if error else str(proc.returncode)}
+  median, wall = interval_rates(loss_times(model_dir), warmup)
+  result = {"steps_per_s": median, "wall_steps_per_s": wall, "model_dir": model_dir}
+  if trace_every:
+    result["traces"] = []
+    for path in glob.glob(os.path.join(model_dir, "timeline-*.json")):
+      if int(re.search(r"timeline-(\d+)", path).group(1)) > warmup:
+        with open(path) as f:
+          result["traces"].append(json.load(f)["traceEvents"])
+  return result
+
+
+def run_peer(steps, warmup, rows, context, profiled_steps=0):
+  """The peer for `warmup` + `steps` steps as the learning bench trains it: its rates, and with
+  `profiled_steps`, torch.profiler's totals of that many steps' ops after the warm-up."""
   import torch  # pylint: disable=g-import-not-at-top
-  import transformers  # pylint: disable=g-import-not-at-top
-  dims = gin_numbers(SIZES[size]["size_gin"])
-  torch.manual_seed(SEED)
-  torch.set_num_threads(os.cpu_count())  # TensorFlow's default: one intra-op thread per core
-  config = transformers.T5Config(
-      vocab_size=vocab_size, d_model=dims["d_model"], d_kv=dims["d_kv"], d_ff=dims["d_ff"],
-      num_layers=dims["num_layers"], num_decoder_layers=dims["num_layers"],
-      num_heads=dims["num_heads"], relative_attention_num_buckets=32,
-      relative_attention_max_distance=128, dropout_rate=dims["dropout_rate"],
-      feed_forward_proj="relu", tie_word_embeddings=True, pad_token_id=0, eos_token_id=1,
-      decoder_start_token_id=0)
-  model = transformers.T5ForConditionalGeneration(config).train()
-  optimizer = transformers.optimization.Adafactor(
-      model.parameters(), lr=0.01, scale_parameter=True, relative_step=False,
-      warmup_init=False, clip_threshold=1.0, decay_rate=-0.8, beta1=None)
-  times, tokens = [], []
-  for batch in rows_of_batches[:steps]:
-    inputs = torch.from_numpy(batch["inputs"].astype(np.int64))
-    targets = torch.from_numpy(batch["targets"].astype(np.int64))
-    start = time.perf_counter()
-    loss = model(input_ids=inputs, attention_mask=(inputs != 0).long(),
-                 labels=targets.masked_fill(targets == 0, -100)).loss
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    times.append(time.perf_counter() - start)
-    tokens.append(target_tokens(batch))
-  return {"steps_per_s": 1 / statistics.median(times[warmup:]),
-          "target_tokens_per_s": sum(tokens[warmup:]) / sum(times[warmup:]),
-          "parameters": sum(p.numel() for p in model.parameters()),
-          "torch_threads": torch.get_num_threads()}
+  times, profiler = {}, None
+  if profiled_steps:
+    profiler = torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU],
+        schedule=torch.profiler.schedule(wait=warmup, warmup=0, active=profiled_steps))
+    profiler.start()
+
+  def on_step(step, *unused):
+    times[step] = time.perf_counter()
+    if profiler:
+      profiler.step()
+
+  total = warmup + steps
+  with tempfile.TemporaryDirectory(prefix="bench_throughput_peer_") as model_dir:
+    bench_learning.train_peer(model_dir, total, rows, context, PEER_TASK,
+                              bench_learning.peer_shape(), at_steps=range(1, total + 1),
+                              on_step=on_step)
+  at_intervals = {s: t for s, t in times.items() if s % INTERVAL == 0}
+  median, wall = interval_rates(at_intervals, warmup)
+  result = {"steps_per_s": median, "wall_steps_per_s": wall}
+  if profiler:
+    profiler.stop()
+    result["ops"] = [{"name": e.key, "self_us": e.self_cpu_time_total, "count": e.count}
+                     for e in profiler.key_averages()]
+    result["profiled_steps"] = profiled_steps
+  return result
+
+
+def part_of(event):
+  """PARTS' name for a traced op."""
+  args = event["args"]
+  inputs = [v for k, v in args.items() if k.startswith("input")]
+  if args.get("op") in LOOKUP_OPS or any(v.startswith("transformer/one_hot/") for v in inputs):
+    return "embedding lookup"
+  return next(part for part, pattern in PARTS if re.search(pattern, args["name"]))
+
+
+def our_profile(traces):
+  """(a step's ms from its first op to its last, {part: ms}, {op type: ms}) of timelines'
+  compute ops, means over the traced steps; an op's ms is its own wall time, so ops that ran
+  side by side on two threads count twice."""
+  parts, types, walls = collections.Counter(), collections.Counter(), []
+  for trace in traces:
+    ops = [e for e in trace if e.get("ph") == "X" and "name" in e.get("args", {})]
+    for e in ops:
+      parts[part_of(e)] += e["dur"] / 1000 / len(traces)
+      types[e["args"].get("op", e["name"])] += e["dur"] / 1000 / len(traces)
+    walls.append((max(e["ts"] + e["dur"] for e in ops) - min(e["ts"] for e in ops)) / 1000)
+  return statistics.mean(walls), parts, types
+
+
+def print_profiles(ours, peer, top):
+  wall, parts, types = our_profile(ours["traces"])
+  print(f"\nours: {len(ours['traces'])} traced steps, {wall:.1f} ms from a step's first op to "
+        f"its last; ops' time, {sum(parts.values()):.1f} ms a step over all threads, by part:")
+  for part, ms in parts.most_common():
+    print(f"  {part:<30} {ms:8.1f} ms")
+  print("ours: top op types")
+  for name, ms in types.most_common(top):
+    print(f"  {name:<30} {ms:8.1f} ms")
+  ops = sorted(peer["ops"], key=lambda o: -o["self_us"])
+  steps = peer["profiled_steps"]
+  print(f"\npeer: {steps} profiled steps, ops' self time "
+        f"{sum(o['self_us'] for o in ops) / 1000 / steps:.1f} ms a step; top ops")
+  for o in ops[:top]:
+    print(f"  {o['name']:<45} {o['self_us'] / 1000 / steps:8.1f} ms  x{o['count'] / steps:g}")
+
+
+def spread(values):
+  return {"median": statistics.median(values), "min": min(values), "max": max(values),
+          "runs": values}
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--sizes", default="dev,base")
-  parser.add_argument("--variants", default=None,
-                      help="comma-separated indexes into VARIANTS (default: per size)")
+  parser.add_argument("--steps", type=int, default=200, help="timed steps a run")
+  parser.add_argument("--warmup", type=int, default=30, help="steps before the timed ones")
+  parser.add_argument("--repeats", type=int, default=1, help="runs of each side")
+  parser.add_argument("--levers", default="", help=f"comma-separated, of {', '.join(LEVERS)}")
+  parser.add_argument("--no_peer", action="store_true")
+  parser.add_argument("--profile", action="store_true")
+  parser.add_argument("--top", type=int, default=12, help="ops listed by --profile")
   parser.add_argument("--data_dir", default=DEV_TFDS)
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
+  levers = [name for name in args.levers.split(",") if name]
+  unknown = [part for name in levers for part in name.split("+") if part not in LEVERS]
+  if unknown:
+    parser.error(f"unknown lever {unknown[0]!r}; known: {', '.join(LEVERS)}")
+  require_dataset("bench_throughput", args.data_dir, "python")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import seqio  # pylint: disable=g-import-not-at-top
   import code_t5  # pylint: disable=g-import-not-at-top,unused-import
   seqio.set_tfds_data_dir_override(args.data_dir)
-  vocab_size = seqio.get_mixture_or_task(MIXTURE).output_features["targets"].vocabulary.vocab_size
+  rows, context = bench_learning.positions_per_step(tempfile.mkdtemp(), bench_learning.MODEL_GIN)
+  say = lambda text: print(f"bench_throughput: {text}", file=sys.stderr, flush=True)
 
-  rows = []
-  for size in args.sizes.split(","):
-    if size not in SIZES:
-      sys.exit(f"bench_throughput: unknown size {size!r}; known: {', '.join(SIZES)}")
-    steps = SIZES[size]["steps"]
-    chosen = ([int(i) for i in args.variants.split(",")] if args.variants
-              else SIZES[size]["variants"] or range(len(VARIANTS)))
-    data = {pack: batches(size, pack, steps) for pack in (False, True)}
-    tokens = {pack: [target_tokens(b) for b in data[pack]] for pack in data}
-    print(f"{size}: HF T5 (PyTorch) for {SIZES[size]['peer_steps']} steps ...",
-          file=sys.stderr, flush=True)
-    peer = run_peer(size, vocab_size, data[False], SIZES[size]["peer_steps"])
-    rows.append({"size": size, "name": "HF transformers T5 (PyTorch), one example per row",
-                 **peer})
-    for i in chosen:
-      name, model_gin, pack, params, env = VARIANTS[i]
-      print(f"{size}: ours, {name}, {steps} steps ...", file=sys.stderr, flush=True)
-      result = run_ours(size, model_gin, pack, params, env, args.data_dir, steps, tokens[pack])
-      rows.append({"size": size, "name": f"ours, {name}", **result})
-    for r in rows:
-      if r["size"] == size and "target_tokens_per_s" in r:
-        r["vs_peer"] = r["target_tokens_per_s"] / peer["target_tokens_per_s"]
-    for pack in (False, True):
-      rows.append({"size": size, "name": f"rows {'packed' if pack else 'one example each'}",
-                   "mean_target_tokens_per_batch": statistics.mean(tokens[pack])})
+  if args.profile:
+    env, params = lever("+".join(levers))  # ours profiled with these levers
+    say(f"ours{' with ' + ', '.join(levers) if levers else ''}: {PROFILED} steps traced after "
+        f"{args.warmup} ...")
+    ours = run_ours(args.data_dir, PROFILED * INTERVAL, args.warmup, env, params,
+                    trace_every=INTERVAL)
+    say(f"peer: {PROFILED} steps profiled after {args.warmup} ...")
+    peer = run_peer(PROFILED + INTERVAL, args.warmup, rows, context, profiled_steps=PROFILED)
+    print_profiles(ours, peer, args.top)
+    if args.json:
+      wall, parts, types = our_profile(ours["traces"])
+      with open(args.json, "w") as f:
+        json.dump({"ours": {"wall_ms": wall, "parts": parts, "op_types": types},
+                   "peer": peer}, f, indent=1)
+    return
 
-  print(f"\n{'size':<5} {'who, what':<52} {'steps/s':>8} {'target tok/s':>13} {'vs HF':>6}")
-  for r in rows:
-    if "mean_target_tokens_per_batch" in r:
+  runs = collections.defaultdict(list)
+  for i in range(args.repeats):
+    say(f"run {i + 1}/{args.repeats}: ours (defaults), {args.warmup} + {args.steps} steps ...")
+    runs["ours"].append(run_ours(args.data_dir, args.steps, args.warmup))
+    if not args.no_peer:
+      say(f"run {i + 1}/{args.repeats}: peer, {args.warmup} + {args.steps} steps ...")
+      runs["peer"].append(run_peer(args.steps, args.warmup, rows, context))
+    before = runs["ours"][-1]
+    for k, name in enumerate(levers):
+      if k:  # each lever beside a defaults' run of its own; the first, beside the repeat's
+        say(f"run {i + 1}/{args.repeats}: ours (defaults), before {name} ...")
+        before = run_ours(args.data_dir, args.steps, args.warmup)
+      runs[f"pair:{name}"].append(before)
+      say(f"run {i + 1}/{args.repeats}: ours, {name} ...")
+      env, params = lever(name)
+      runs[name].append(run_ours(args.data_dir, args.steps, args.warmup, env, params))
+
+  positions = rows * context
+  table = {}
+  for who in ["ours", "peer", *levers]:
+    if who in runs and any("error" in r for r in runs[who]):
+      print(f"{who}: failed: {next(r['error'] for r in runs[who] if 'error' in r)}")
+    elif who in runs:
+      table[who] = {key: spread([r[key] for r in runs[who]])
+                    for key in ("steps_per_s", "wall_steps_per_s")}
+  for name in levers:
+    if name not in table or any("error" in r for r in runs[f"pair:{name}"]):
       continue
-    if "error" in r:
-      print(f"{r['size']:<5} {r['name']:<52} failed: {r['error']}")
-      continue
-    print(f"{r['size']:<5} {r['name']:<52} {r['steps_per_s']:>8.2f} "
-          f"{r['target_tokens_per_s']:>13,.0f} {r.get('vs_peer', 1):>6.2f}")
-  for r in rows:
-    if "mean_target_tokens_per_batch" in r:
-      print(f"{r['size']}: {r['name']}: {r['mean_target_tokens_per_batch']:.0f} non-padding "
-            f"target tokens per batch")
+    table[name]["vs_defaults"] = spread([r["steps_per_s"] / d["steps_per_s"] for r, d in
+                                         zip(runs[name], runs[f"pair:{name}"])])
+  print(f"\n{rows} rows x {context} positions a step, {args.steps} timed steps after "
+        f"{args.warmup}, {args.repeats} run(s) each; median (min .. max)")
+  print(f"{'who':<22} {'steps/s':>20} {'positions/s':>10} {'wall steps/s':>14} {'ratio':>18}")
+  for who, row in table.items():
+    s, w = row["steps_per_s"], row["wall_steps_per_s"]
+    ratio = row.get("vs_defaults")
+    if who == "ours" and "peer" in table:
+      ratio = spread([o["steps_per_s"] / p["steps_per_s"]
+                      for o, p in zip(runs["ours"], runs["peer"])])
+      row["vs_peer"] = ratio
+    print(f"{who:<22} {s['median']:>7.2f} ({s['min']:.2f} .. {s['max']:.2f}) "
+          f"{s['median'] * positions:>10,.0f} {w['median']:>14.2f} " +
+          (f"{ratio['median']:>6.2f} ({ratio['min']:.2f} .. {ratio['max']:.2f})" if ratio
+           else ""))
+  print("ratio: ours over the peer, each lever over the defaults' run beside it")
   if args.json:
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
-      json.dump(rows, f, indent=2)
-  return rows
+      json.dump({"rows": rows, "context": context, "steps": args.steps, "warmup": args.warmup,
+                 "table": table}, f, indent=1)
 
 
 if __name__ == "__main__":

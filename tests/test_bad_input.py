@@ -209,8 +209,8 @@ ROWS = [
         _mesh_main(PREFIX_LM + ["models/no_such.gin"], [TASK]),
         lambda c: "Unable to open file: models/no_such.gin", _checkpoints),
     Row("a bit-identical training with TensorFlow's oneDNN ops on", "mesh_transformer_main",
-        # On explicitly: TensorFlow's default follows the CPU (on with AVX-512 VNNI or BF16,
-        # off on a Zen 3); test_end_to_end holds the launch to the default on either.
+        # On explicitly: unset, a launch naming reproducible.gin turns them off
+        # (tests/test_slow_class.py).
         _mesh_main(PREFIX_LM + ["reproducible.gin"], [TASK, "run.train_steps = 3"],
                    tf_env={"TF_ENABLE_ONEDNN_OPTS": "1"}),
         lambda c: "code_t5.reproducible.bit_identical = True (reproducible.gin): TensorFlow's "

@@ -65,3 +65,25 @@ def test_t5_models_still_offers_the_hf_model_where_torch_is_installed():
       "else:\n"
       "  raise AssertionError('no AttributeError')\n")
   assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+LAUNCH = ["python", "-m", "t5.models.mesh_transformer_main", "--model_dir=m"]
+
+
+@pytest.mark.parametrize("argv, environ, expected", [
+    (LAUNCH + ["--module_import=code_t5", "--gin_file=models/causal_lm_dev.gin"], {}, "1"),
+    (LAUNCH + ["--module_import", "code_t5"], {}, "1"),
+    (LAUNCH + ["--module_import=code_t5", "--gin_file=reproducible.gin"], {}, "0"),
+    (LAUNCH + ["--module_import=code_t5",
+               "--gin_param=code_t5.reproducible.bit_identical = True"], {}, "0"),
+    # The user's own choice stands; other programs are left alone.
+    (LAUNCH + ["--module_import=code_t5"], {"TF_ENABLE_ONEDNN_OPTS": "0"}, "0"),
+    (LAUNCH + ["--module_import=code_t5", "--gin_file=reproducible.gin"],
+     {"TF_ENABLE_ONEDNN_OPTS": "1"}, "1"),
+    (LAUNCH + ["--module_import=my_tasks"], {}, None),
+    (["python", "-m", "pytest", "--module_import=code_t5"], {}, None),
+])
+def test_a_code_t5_launch_turns_onednn_on_unless_reproducible_or_set(argv, environ, expected):
+  import _code_t5_mtf_shim as shim  # pylint: disable=g-import-not-at-top
+  shim.choose_onednn(argv, environ)
+  assert environ.get("TF_ENABLE_ONEDNN_OPTS") == expected

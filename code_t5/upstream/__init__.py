@@ -19,7 +19,8 @@ progress, files, ...); what replaces or wraps an upstream name lives here.
     excepthook.py    sys.excepthook: an uncaught error is one line, `code_t5: error: ...`
     startup.py       CheckpointSaverHook.after_create_session: no graph or checkpoint writes
                      before the first step (gin: code_t5.startup_writes)
-    estimator.py     Estimator.train, Estimator.predict: progress lines, code_t5.train_budget;
+    estimator.py     Estimator.train, Estimator.predict: progress lines, code_t5.train_budget,
+                     code_t5.step_traces (TensorFlow's ProfilerHook);
                      a training tells the preprocessors the step it starts at
                      (preprocessors.training_reads_from: a resumed training or
                      train_and_evaluate's next segment meets new cursors, not the first pass's);

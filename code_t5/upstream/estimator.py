@@ -6,7 +6,9 @@
               or train_and_evaluate's next segment, meets new full-line cursors and LM windows,
               not the first pass's again;
            2. joins `progress.TrainProgressHook`: progress lines, `code_t5.train_budget`, the
-              closing line.
+              closing line;
+           3. with `code_t5.step_traces.every`, joins TensorFlow's ProfilerHook: a trace of
+              one step's ops every that many steps (where a step's time goes).
   predict  its results pass through `progress.predicted`: lines counting what was decoded or
            scored, not the padding of the last batch.
 Both run under `code_t5.reproducible` (reproducible.gin): a graph seed for what mesh-tf draws
@@ -44,6 +46,17 @@ def reproducible(seed: Optional[int] = None, bit_identical: bool = False):
   is off (launch_checks). Both together made 400 steps of the dev model bit-identical run to
   run on a 2-core Zen 4, at 2.51 steps/s against 3.61; either alone did not."""
   return seed, bit_identical
+
+
+@gin.configurable(module="code_t5")
+def step_traces(every: int = 0) -> int:
+  """Steps between traces of one training step's ops (0: none). Each is a Chrome trace,
+  `timeline-<step>.json` in the model dir, of every op the step ran, on which thread and for
+  how long (TensorFlow's ProfilerHook; the first step's builds the kernels, so read a later
+  one). A traced step runs slower than the rest. `scripts/bench_throughput.py --profile` sums
+  them by the part of the model each op belongs to:
+    --gin_param="code_t5.step_traces.every = 100" """
+  return every
 
 
 def _reproducible(estimator) -> None:
@@ -86,6 +99,8 @@ def train(estimator, input_fn, hooks=None, steps=None, max_steps=None, saving_li
   _reproducible(estimator)
   preprocessors.training_reads_from(files.latest_checkpoint_step(estimator.model_dir) or 0)
   hooks = list(hooks or []) + [progress.TrainProgressHook(estimator.model_dir, max_steps)]
+  if step_traces():
+    hooks.append(tf.train.ProfilerHook(save_steps=step_traces(), output_dir=estimator.model_dir))
   return _TF_TRAIN(estimator, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
                    saving_listeners=saving_listeners)
 

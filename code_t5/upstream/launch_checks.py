@@ -18,6 +18,8 @@ is followed by `check_config`, which names what is wrong and what to type instea
     layer, not what the gin config builds (relative_bias_mismatch);
   * a bit-identical training (reproducible.gin) in a process whose TensorFlow has its oneDNN
     ops on.
+(A launch's TF_ENABLE_ONEDNN_OPTS, where unset, was chosen before TensorFlow loaded: the
+`.pth` shim's `choose_onednn`.)
 """
 
 import difflib
