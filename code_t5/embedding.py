@@ -1,4 +1,4 @@
-"""The vocabulary's embedding on a mesh of one device: ids looked up by a gather.
+"""The vocabulary's embedding on CPU and GPU meshes: ids looked up by a gather.
 
 mesh-tf's VocabEmbedding looks ids up as a product, einsum(one_hot(ids), weights): rows x
 vocabulary x d_model multiply-adds, and as many again for the weights' gradient. On a TPU
