@@ -31,6 +31,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -117,7 +118,8 @@ def loss_times(model_dir):
 
 def run_ours(data_dir, steps, warmup, env=None, gin_params=(), trace_every=0):
   """Ours for `warmup` + `steps` steps in a new model dir: its rates, and with `trace_every`,
-  the timelines of every that many steps after the warm-up (code_t5.step_traces)."""
+  the timelines of every that many steps after the warm-up (code_t5.step_traces). The model
+  dir is removed once read; a failed run's is kept, with its train.log."""
   model_dir = tempfile.mkdtemp(prefix="bench_throughput_")
   params = list(gin_params)
   if trace_every:
@@ -133,13 +135,14 @@ def run_ours(data_dir, steps, warmup, env=None, gin_params=(), trace_every=0):
           f"{error[0][:300] if error else proc.returncode}", file=sys.stderr, flush=True)
     return {"error": error[0][:300] if error else str(proc.returncode)}
   median, wall = interval_rates(loss_times(model_dir), warmup)
-  result = {"steps_per_s": median, "wall_steps_per_s": wall, "model_dir": model_dir}
+  result = {"steps_per_s": median, "wall_steps_per_s": wall}
   if trace_every:
     result["traces"] = []
     for path in glob.glob(os.path.join(model_dir, "timeline-*.json")):
       if int(re.search(r"timeline-(\d+)", path).group(1)) > warmup:
         with open(path) as f:
           result["traces"].append(json.load(f)["traceEvents"])
+  shutil.rmtree(model_dir)  # its checkpoints: tens of MB a run
   return result
 
 

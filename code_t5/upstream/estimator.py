@@ -99,8 +99,9 @@ def train(estimator, input_fn, hooks=None, steps=None, max_steps=None, saving_li
   _reproducible(estimator)
   preprocessors.training_reads_from(files.latest_checkpoint_step(estimator.model_dir) or 0)
   hooks = list(hooks or []) + [progress.TrainProgressHook(estimator.model_dir, max_steps)]
-  if step_traces():
-    hooks.append(tf.train.ProfilerHook(save_steps=step_traces(), output_dir=estimator.model_dir))
+  every = step_traces()
+  if every:
+    hooks.append(tf.train.ProfilerHook(save_steps=every, output_dir=estimator.model_dir))
   return _TF_TRAIN(estimator, input_fn, hooks=hooks, steps=steps, max_steps=max_steps,
                    saving_listeners=saving_listeners)
 
