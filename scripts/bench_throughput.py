@@ -106,14 +106,9 @@ def interval_rates(times, warmup):
 
 def loss_times(model_dir):
   """{step: wall time} of the code_t5/loss summaries in `model_dir`'s event files."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from code_t5 import progress  # pylint: disable=g-import-not-at-top
-  times = {}
-  for path in glob.glob(os.path.join(model_dir, "events.out.tfevents.*")):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      if any(v.tag == progress.LOSS_TAG for v in event.summary.value):
-        times[event.step] = event.wall_time
-  return times
+  from code_t5 import progress, run_records  # pylint: disable=g-import-not-at-top
+  return {step: wall for step, wall, _ in
+          run_records.read_scalars(model_dir).get(progress.LOSS_TAG, [])}
 
 
 def run_ours(data_dir, steps, warmup, env=None, gin_params=(), trace_every=0):
