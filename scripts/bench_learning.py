@@ -42,8 +42,10 @@ given the same, and two baselines.
    beam_search.gin's own first line is greedy's); the likeliest of the K lines (the search's
    first where it ranks by probability); and the model's consensus, the line of the K that
    agrees most with the others (model_consensus.gin's chooser). With --consensus too: the
-   consensus line of the K lines and the file's copies (code_t5/decoding/consensus.py,
-   consensus.gin's defaults). Each is a completer of its own, with its leads.
+   consensus line of the K lines and the file's copies (code_t5/decoding/consensus.py, with
+   the weights of the scored language's consensus gin file, `consensus.gin_file`: JavaScript's
+   own, the others' consensus.gin's; a --gin_param="COPY_WEIGHT = ..." over them). Each is a
+   completer of its own, with its leads.
 
 Needs the dev dataset (`python -m code_t5.data dev`). Prints a table and writes JSON.
 
@@ -275,6 +277,16 @@ def decoding_options(model_gin=MODEL_GIN, gin_files=(), gin_params=()):
   return literals.get("code_t5.token_healing.pieces", 0), copy_cache.copy_cache(**cache)
 
 
+def consensus_weights(language, gin_params=()):
+  """code_t5.consensus_line's weights for a model of `language`, as infer reads them: its
+  consensus gin file's macros (consensus.gin_file: COPY_WEIGHT, NEXT_WEIGHT, TEMPERATURE),
+  `gin_params`' over them."""
+  from code_t5.decoding import consensus  # pylint: disable=g-import-not-at-top
+  literals = {**gin_literals(consensus.gin_file(language)), **params_literals(gin_params)}
+  return {"copy_weight": literals["COPY_WEIGHT"], "next_weight": literals["NEXT_WEIGHT"],
+          "temperature": literals["TEMPERATURE"]}
+
+
 def configurable_literals(literals, configurable):
   """{"arg": value} of `literals` (command_literals') that bind `configurable`'s arguments
   ("code_t5.copy_cache")."""
@@ -426,9 +438,9 @@ def main():
                       help="also complete by the line search with K beams, and report its "
                            "acceptance curve (0: not)")
   parser.add_argument("--consensus", action="store_true",
-                      help="also the consensus line (consensus.gin's chooser, its defaults) "
-                           "of the line search's K lines and the file's copies (needs "
-                           "--line_search)")
+                      help="also the consensus line (the language's consensus gin file's "
+                           "chooser and weights) of the line search's K lines and the file's "
+                           "copies (needs --line_search)")
   parser.add_argument("--json", default=None)
   args = parser.parse_args()
   if args.consensus and not args.line_search:
@@ -579,8 +591,9 @@ def main():
     report["metrics"]["model consensus"] = baselines.score(targets,
                                                            completions["model consensus"])
     if args.consensus:
+      weights = consensus_weights(args.language, args.gin_param)
       completions["consensus"] = [
-          consensus.consensus_line(prefix, found["completions"], found["scores"])[0]
+          consensus.consensus_line(prefix, found["completions"], found["scores"], **weights)[0]
           for prefix, found in zip(prefixes, searched)]
       report["metrics"]["consensus"] = baselines.score(targets, completions["consensus"])
   per = {name: evaluation.per_example(targets, preds) for name, preds in completions.items()}
@@ -658,6 +671,7 @@ def main():
          "model_lead": leads, "consensus_lead": consensus_leads,
          "model_consensus_lead": model_consensus_leads,
          "line_search_lead": line_search_leads, "copy_probe": probe,
+         "consensus_weights": weights if args.consensus else None,
          "copy_probe_file": file_probe,
          "induction_probe": induction,
          "by_cursor": cursors,

@@ -59,7 +59,8 @@ def test_dataset_gin_wires_mixture_name_everywhere():
 
 @pytest.mark.parametrize("mode_file", ["eval_full_line.gin", "infer_full_line.gin", "score.gin",
                                        "export.gin", "perplexity_eval.gin", "beam_search.gin",
-                                       "consensus.gin", "model_consensus.gin", "finetune.gin",
+                                       "consensus.gin", "consensus_javascript.gin",
+                                       "model_consensus.gin", "finetune.gin",
                                        "train_and_eval.gin", "copy_cache.gin", "file_cache.gin"])
 def test_no_mode_file_sets_the_mixture_back(mode_file, tmp_path):
   """The data is named once: a gin file of the user's that sets MIXTURE_NAME, placed after the
@@ -106,6 +107,33 @@ def test_the_dev_model_decodes_with_the_copy_cache_and_its_peer_too():
   assert bench_learning.decoding_options() == (3, copy_cache.copy_cache(weight=0.5))
   assert bench_learning.decoding_options(gin_params=["code_t5.copy_cache.weight = 0.0"]) == (
       3, copy_cache.copy_cache(weight=0.0))
+
+
+def test_javascript_has_its_own_consensus_weights_and_the_bench_reads_them():
+  """consensus_javascript.gin is consensus.gin with lighter copies: where copy-next's line
+  wins under Python's weights, the model's own line wins under JavaScript's. The learning bench
+  scores a language's consensus line with the weights of the file infer would read for it."""
+  import bench_learning  # pylint: disable=g-import-not-at-top
+  from code_t5.decoding import consensus  # pylint: disable=g-import-not-at-top
+  prefix = ("class A:\n    def __eq__(self, other):\n        if other is None:\n"
+            "            return NotImplemented\n        if other is self:\n"
+            "            return True\n        return self.x == other.x\n\n"
+            "    def __lt__(self, other):\n        if other is None:\n            ")
+  lines, scores = ["return False", "raise TypeError"], [-0.5, -1.5]
+  chosen = {}
+  for language in ("python", "java", "javascript"):
+    _parse("models/causal_lm_dev.gin", "infer_full_line.gin", consensus.gin_file(language),
+           bindings=["MIXTURE_NAME = 'flcc_python_causal'"])
+    chosen[language] = consensus.consensus_line(prefix, lines, scores)[0]
+  assert chosen == {"python": "return NotImplemented", "java": "return NotImplemented",
+                    "javascript": "return False"}
+  gin.clear_config()
+  assert bench_learning.consensus_weights("python") == {
+      "copy_weight": 0.3, "next_weight": 0.4, "temperature": 2.0}
+  assert bench_learning.consensus_weights("javascript") == {
+      "copy_weight": 0.2, "next_weight": 0.2, "temperature": 2.0}
+  assert bench_learning.consensus_weights("javascript", ["NEXT_WEIGHT = 0.0"])[
+      "next_weight"] == 0.0
 
 
 @pytest.mark.parametrize("mode_files,reads_context", [

@@ -19,8 +19,10 @@ The rule is `code_t5_session/lines.py: consensus_line`, which an editor's
 `Session(consensus=True)` runs on its greedy line; here gin configures it.
 
   infer:  --gin_file=infer_full_line.gin --gin_file=consensus.gin
+          (a JavaScript model's: consensus_javascript.gin; `gin_file`)
 """
 
+import os
 from typing import Sequence, Tuple
 
 import gin
@@ -52,6 +54,15 @@ def consensus_line(prefix: str, completions: Sequence[str], scores: Sequence[flo
   """
   return lines.consensus_line(prefix, completions, scores, copy_weight, next_weight,
                               temperature, next_line=copying.copy_next_line)
+
+
+def gin_file(language: str) -> str:
+  """The consensus line's gin file for a model of `language`: consensus_<language>.gin where
+  gin_configs/ has one (the language's own weights, where Python's lost on its dev data:
+  JavaScript's), else consensus.gin."""
+  import code_t5  # pylint: disable=g-import-not-at-top  (the package imports this module)
+  own = f"consensus_{language}.gin"
+  return own if os.path.exists(os.path.join(code_t5.gin_configs_dir(), own)) else "consensus.gin"
 
 
 # The model's consensus's temperature; the line search ranks its lines by the same agreement
