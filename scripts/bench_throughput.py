@@ -59,6 +59,8 @@ LEVERS = {
                             "--tf_xla_ops_to_cluster=FUSIBLE"}, []),
     "inter_op_1": ({"TF_NUM_INTEROP_THREADS": "1"}, []),
     "intra_op_1": ({"TF_NUM_INTRAOP_THREADS": "1"}, []),
+    # products as 2-D matmuls, a weight's gradient in column blocks (code_t5/products.py)
+    "column_blocks": ({}, ["code_t5.products.column_block = 128"]),
     "bfloat16_activations": ({}, ["get_variable_dtype.activation_dtype = 'bfloat16'"]),
 }
 

@@ -10,6 +10,9 @@ progress, files, ...); what replaces or wraps an upstream name lives here.
                      PREDICT's predictions, and so infer's results and the SavedModel's
                      signature; and the copy cache's "cache" feature (file_cache.gin) joins
                      utils._MODEL_FEATURES and the model's sequence lengths
+    mesh_products.py mesh_tensorflow.placement_mesh_impl.PlacementMeshImpl.einsum: with
+                     code_t5.products.column_block bound (0, off, by default), a product that
+                     is one 2-D matmul lowers to code_t5.products.einsum
     (install)        mesh_tensorflow.transformer.transformer.delimited_lm_inputs_mask ->
                      score.inputs_mask: a causal model's rows have no inputs (perplexity eval
                      and score count every position)
@@ -60,6 +63,7 @@ from code_t5.upstream import estimator
 from code_t5.upstream import eval_model
 from code_t5.upstream import excepthook
 from code_t5.upstream import launch_checks
+from code_t5.upstream import mesh_products
 from code_t5.upstream import model_fn
 from code_t5.upstream import seqio_cache
 from code_t5.upstream import startup
@@ -76,6 +80,7 @@ def install() -> None:
   _installed = True
   from mesh_tensorflow.transformer import transformer  # pylint: disable=g-import-not-at-top
   model_fn.install()
+  mesh_products.install()
   transformer.delimited_lm_inputs_mask = score.inputs_mask
   gin.config.register_finalize_hook(train_eval.wrapped_schedule)
   if errors.running_entry_point():
