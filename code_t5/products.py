@@ -23,6 +23,8 @@ file binds it (the same entry); `scripts/bench_throughput.py --levers=column_blo
 it on another machine.
 """
 
+import math
+
 import gin
 import tensorflow.compat.v1 as tf
 
@@ -84,8 +86,8 @@ def einsum(equation, a, b, column_block=0):
   size = dict(zip(a_letters + b_letters, a.shape.as_list() + b.shape.as_list()))
   if None in size.values():  # mesh-tf's slices have static shapes; anything else, as it was
     return tf.einsum(equation, a, b)
-  rows, inner, columns = (_product(size, kept_a), _product(size, contracted),
-                          _product(size, kept_b))
+  rows, inner, columns = (math.prod(size[c] for c in letters)
+                          for letters in (kept_a, contracted, kept_b))
   # The output's 2-D form is left @ right; each side with whether it is stored as the product
   # reads it (left as (kept, contracted), right as (contracted, kept)) or transposed.
   left = tf.reshape(a, [rows, inner] if a_first else [inner, rows]), a_first
@@ -116,13 +118,6 @@ def _swapped(left, right):
   """x @ y as (y^T) @ (x^T): the sides trade places, each read the other way."""
   (x, x_plain), (y, y_plain) = left, right
   return (y, not y_plain), (x, not x_plain)
-
-
-def _product(size, letters):
-  n = 1
-  for c in letters:
-    n *= size[c]
-  return n
 
 
 def _block_sizes(columns, block):
